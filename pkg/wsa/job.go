@@ -1,0 +1,181 @@
+package wsa
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// JobStatus is a job's status. The set is closed: pending, then done or
+// faulted; jobs cannot be cancelled.
+type JobStatus string
+
+// The statuses of a job.
+const (
+	JobPending JobStatus = "pending"
+	JobDone    JobStatus = "done"
+	JobFaulted JobStatus = "faulted"
+)
+
+// Final reports whether the status is done or faulted.
+func (s JobStatus) Final() bool { return s == JobDone || s == JobFaulted }
+
+// UploadStatus is an entry of a job's "statuses" list: the outcome of the
+// cloud-storage upload. Code 13000 means the upload succeeded.
+type UploadStatus struct {
+	Event   string `json:"event"`
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// UploadOK is the code of a successful cloud-storage upload.
+const UploadOK = 13000
+
+// Job is a job object as the API returns it on submission, from the status
+// endpoint, inside a results body and in a callback. The typed fields are
+// the ones the pipeline acts on; Raw holds the whole object as received,
+// unknown fields included, and is what MarshalJSON writes back.
+type Job struct {
+	// ID is the 19-digit job id.
+	ID string
+	// Status is pending, done or faulted.
+	Status JobStatus
+	// Source is the payload's source, as echoed by the API.
+	Source string
+	// CreatedAt and UpdatedAt are the job's timestamps (UTC); UpdatedAt is
+	// the finish time once the job is done or faulted. Zero when missing or
+	// in an unknown format.
+	CreatedAt, UpdatedAt time.Time
+	// Statuses is the cloud-storage upload list. HasStatuses is false when
+	// the object has no "statuses" key at all (the short job objects of most
+	// sources), which is not the same as an empty list.
+	Statuses    []UploadStatus
+	HasStatuses bool
+	// Raw is the job object exactly as received.
+	Raw json.RawMessage
+}
+
+// UnmarshalJSON decodes the typed fields and keeps the object in Raw. It is
+// lenient about the types of the typed fields (a numeric id, an unknown
+// timestamp format) so that one odd field never makes a job unreadable; it
+// fails only for a body that is not a JSON object.
+func (j *Job) UnmarshalJSON(b []byte) error {
+	var aux struct {
+		ID        json.RawMessage `json:"id"`
+		Status    json.RawMessage `json:"status"`
+		Source    json.RawMessage `json:"source"`
+		CreatedAt json.RawMessage `json:"created_at"`
+		UpdatedAt json.RawMessage `json:"updated_at"`
+		Statuses  json.RawMessage `json:"statuses"`
+	}
+	if b = bytes.TrimSpace(b); len(b) == 0 || b[0] != '{' {
+		return errors.New("wsa: a job must be a JSON object")
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*j = Job{
+		ID:        scalarText(aux.ID),
+		Status:    JobStatus(scalarText(aux.Status)),
+		Source:    scalarText(aux.Source),
+		CreatedAt: parseTime(scalarText(aux.CreatedAt)),
+		UpdatedAt: parseTime(scalarText(aux.UpdatedAt)),
+		Raw:       append(json.RawMessage(nil), b...),
+	}
+	if len(aux.Statuses) > 0 && string(aux.Statuses) != "null" {
+		j.HasStatuses = true
+		var entries []json.RawMessage
+		if json.Unmarshal(aux.Statuses, &entries) == nil {
+			for _, e := range entries {
+				var s UploadStatus
+				if json.Unmarshal(e, &s) == nil {
+					j.Statuses = append(j.Statuses, s)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes Raw, the object as received. A Job built in code,
+// without Raw, is written from its typed fields.
+func (j Job) MarshalJSON() ([]byte, error) {
+	if len(j.Raw) > 0 {
+		return j.Raw, nil
+	}
+	out := map[string]any{"id": j.ID, "status": j.Status}
+	if j.Source != "" {
+		out["source"] = j.Source
+	}
+	if !j.CreatedAt.IsZero() {
+		out["created_at"] = j.CreatedAt.UTC().Format(TimeLayout)
+	}
+	if !j.UpdatedAt.IsZero() {
+		out["updated_at"] = j.UpdatedAt.UTC().Format(TimeLayout)
+	}
+	if j.HasStatuses {
+		out["statuses"] = append([]UploadStatus{}, j.Statuses...)
+	}
+	return json.Marshal(out)
+}
+
+// Field returns the raw value of a key of the job object.
+func (j Job) Field(key string) (json.RawMessage, bool) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(j.Raw, &obj) != nil {
+		return nil, false
+	}
+	v, ok := obj[key]
+	return v, ok
+}
+
+// Upload returns the first cloud-storage upload entry with a code, if any.
+func (j Job) Upload() (UploadStatus, bool) {
+	for _, s := range j.Statuses {
+		if s.Code != 0 {
+			return s, true
+		}
+	}
+	return UploadStatus{}, false
+}
+
+// TimeLayout is the API's timestamp format: UTC without a zone.
+const TimeLayout = "2006-01-02 15:04:05"
+
+// parseTime reads the API's timestamps: "2026-09-24 20:07:07", with an
+// optional fraction (".000"), or RFC 3339. It returns the zero time for
+// anything else.
+func parseTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	for _, layout := range []string{"2006-01-02 15:04:05.999999999", time.RFC3339Nano, "2006-01-02T15:04:05.999999999"} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
+}
+
+// scalarText returns a JSON string's text or a number's digits, else "".
+func scalarText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+		return ""
+	}
+	if n := strings.TrimSpace(string(raw)); n != "" && (n[0] == '-' || (n[0] >= '0' && n[0] <= '9')) {
+		if _, err := strconv.ParseFloat(n, 64); err == nil {
+			return n
+		}
+	}
+	return ""
+}
