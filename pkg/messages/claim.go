@@ -1,0 +1,89 @@
+package messages
+
+import (
+	"reflect"
+	"time"
+)
+
+// ClaimState is the state of a doc's claim in the claims bucket.
+type ClaimState string
+
+// The states of a claim. The submitter moves a claim only by
+// compare-and-set on its revision:
+//
+//	(none) ──Create──▶ claimed ──▶ submitted      the API returned a job id
+//	                      │
+//	                      └──────▶ released ──▶ claimed (again, by a retry)
+//
+// A claim found "claimed" by a redelivered payload means a submitter took
+// the doc and never recorded the API's answer: the outcome is unknown and the
+// job may have billed, so the doc is a hard failure and is never resubmitted
+// automatically (unless ClaimedAt is so recent that the holder may still be
+// working; then retry later).
+const (
+	// ClaimHeld: a submitter is about to POST (or is posting) the doc.
+	ClaimHeld ClaimState = "claimed"
+	// ClaimSubmitted: the API accepted the doc; APIJobID is set. A
+	// redelivered payload is not resubmitted; its Submitted is published
+	// again from the claim.
+	ClaimSubmitted ClaimState = "submitted"
+	// ClaimReleased: the submitter knows the API created no job (the request
+	// was refused or never sent) and gave the doc back; a retry may claim it
+	// again.
+	ClaimReleased ClaimState = "released"
+)
+
+// Claim is the value stored in the claims bucket under
+// [ClaimKey](run, doc).
+type Claim struct {
+	V       int        `json:"v"`
+	Run     string     `json:"run"`
+	Doc     string     `json:"doc"`
+	Attempt int        `json:"attempt,omitempty"`
+	State   ClaimState `json:"state"`
+	// By is the submitter instance that holds or last held the claim.
+	By        string    `json:"by"`
+	ClaimedAt time.Time `json:"claimed_at"`
+	// APIJobID and SubmittedAt are set with ClaimSubmitted.
+	APIJobID    string    `json:"api_job_id,omitempty"`
+	SubmittedAt time.Time `json:"submitted_at,omitzero"`
+	// Reason says why a claim was released.
+	Reason string `json:"reason,omitempty"`
+	Extra  Extra  `json:"-"`
+}
+
+var claimKeys = jsonKeys(reflect.TypeFor[Claim]())
+
+// ClaimKey is the key of a doc's claim: "<run token>.<doc>", so the claims
+// of one run can be watched or purged with "<run token>.>".
+func ClaimKey(run, doc string) string {
+	return RunToken(run) + "." + doc
+}
+
+// RunKey is the key of a run's record in the runs bucket: its token.
+func RunKey(run string) string {
+	return RunToken(run)
+}
+
+// MarshalJSON writes the known fields (with "v" set) and then Extra.
+func (c Claim) MarshalJSON() ([]byte, error) {
+	type plain Claim
+	q := plain(c)
+	if q.V == 0 {
+		q.V = Version
+	}
+	return marshalWithExtra(q, c.Extra, claimKeys)
+}
+
+// UnmarshalJSON reads the known fields and keeps the others in Extra.
+func (c *Claim) UnmarshalJSON(data []byte) error {
+	type plain Claim
+	var q plain
+	extra, err := unmarshalWithExtra(data, &q, claimKeys)
+	if err != nil {
+		return err
+	}
+	*c = Claim(q)
+	c.Extra = extra
+	return nil
+}

@@ -1,0 +1,108 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// Version is the envelope version this build writes and the newest it reads.
+const Version = 1
+
+// Envelope is a message that knows where it goes. Every envelope type of this
+// package implements it; stages publish envelopes, never bare bytes.
+type Envelope interface {
+	// Subject is the subject the envelope is published on.
+	Subject() string
+	// MsgID is the Nats-Msg-Id for broker-side deduplication, or "" for none.
+	MsgID() string
+	json.Marshaler
+}
+
+// Extra holds the fields of a decoded envelope that this build does not
+// know. They are written back, unchanged and after the known fields, when the
+// envelope is encoded again. Keys that collide with a known field are
+// ignored on encode.
+type Extra map[string]json.RawMessage
+
+// jsonKeys lists the JSON names of a struct type's encoded fields.
+func jsonKeys(t reflect.Type) map[string]struct{} {
+	keys := make(map[string]struct{}, t.NumField())
+	for f := range t.Fields() {
+		tag := f.Tag.Get("json")
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		keys[name] = struct{}{}
+	}
+	return keys
+}
+
+// marshalWithExtra encodes v (a struct without its own MarshalJSON) and
+// appends the unknown fields of extra.
+func marshalWithExtra(v any, extra Extra, known map[string]struct{}) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil || len(extra) == 0 {
+		return b, err
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		if _, ok := known[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return b, nil
+	}
+	sort.Strings(keys)
+	var buf bytes.Buffer
+	buf.Grow(len(b) + 32*len(keys))
+	buf.Write(b[:len(b)-1]) // without the closing brace
+	for _, k := range keys {
+		raw := extra[k]
+		if !json.Valid(raw) {
+			continue // never emit invalid JSON for a field someone else put there
+		}
+		name, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		if buf.Len() > 1 {
+			buf.WriteByte(',')
+		}
+		buf.Write(name)
+		buf.WriteByte(':')
+		buf.Write(raw)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// unmarshalWithExtra decodes data into v (a pointer to a struct without its
+// own UnmarshalJSON) and returns the fields that v does not know.
+func unmarshalWithExtra(data []byte, v any, known map[string]struct{}) (Extra, error) {
+	if err := json.Unmarshal(data, v); err != nil {
+		return nil, err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return nil, err
+	}
+	var extra Extra
+	for k, raw := range all {
+		if _, ok := known[k]; ok {
+			continue
+		}
+		if extra == nil {
+			extra = make(Extra)
+		}
+		extra[k] = raw
+	}
+	return extra, nil
+}

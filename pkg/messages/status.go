@@ -1,0 +1,93 @@
+package messages
+
+import (
+	"encoding/json"
+	"reflect"
+	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/redact"
+	"github.com/oxypipe/oxypipe/pkg/runlog"
+)
+
+// StatusEvent says what happened to one doc at one data type. Every stage
+// publishes them on [StatusSubject]; the statusworker applies them to the
+// ledger in stream order (a later event for the same record wins).
+//
+// The event is redacted when it is encoded: credentials in URLs inside
+// Payload, Reason and Error.Message never leave the process that built it.
+type StatusEvent struct {
+	V       int    `json:"v"`
+	Run     string `json:"run"`
+	Doc     string `json:"doc"`
+	Attempt int    `json:"attempt,omitempty"`
+	// DataType is the stage recorded: for a success the data type reached,
+	// for a failure the data type of the message that failed.
+	DataType DataType `json:"data_type"`
+	Outcome  Outcome  `json:"outcome"`
+	// Origin is the producer of the record at DataType: the stage that
+	// succeeded, or for a failure the producer of the failed message.
+	Origin Actor `json:"origin"`
+	// Consumer is the worker that failed the message; zero for a success.
+	Consumer Actor `json:"consumer,omitzero"`
+	// RetryCount is, for a failure, how many times the failed message had
+	// been delivered (1 on its first delivery).
+	RetryCount int `json:"retry_count,omitempty"`
+	// Reason is a one-line human explanation of a failure.
+	Reason string `json:"reason,omitempty"`
+	// Error is the structured error behind a failure, as the run log prints
+	// it (status code, message, trace id).
+	Error *runlog.ErrorInfo `json:"error,omitempty"`
+	// State is, for a hard failure, the run-log state it implies:
+	// runlog.Rejected, Unsubmitted, Faulted or Unfetched.
+	State runlog.State `json:"state,omitempty"`
+	// APIJobID is the job id where one exists.
+	APIJobID string `json:"api_job_id,omitempty"`
+	// Payload is the doc's WSA body where known (the feeder's success at
+	// payload always carries it); redacted on encode.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// Upload is the job's cloud-storage upload entry where the API reported
+	// one.
+	Upload *runlog.Upload `json:"upload,omitempty"`
+	Time   time.Time      `json:"time"`
+	Extra  Extra          `json:"-"`
+}
+
+var statusEventKeys = jsonKeys(reflect.TypeFor[StatusEvent]())
+
+// Subject implements [Envelope].
+func (e *StatusEvent) Subject() string { return StatusSubject(e.Run) }
+
+// MsgID implements [Envelope]: status events are never deduplicated by the
+// broker (see the package documentation), so it is always "".
+func (e *StatusEvent) MsgID() string { return "" }
+
+// MarshalJSON writes the known fields (with "v" set, credentials redacted)
+// and then Extra.
+func (e StatusEvent) MarshalJSON() ([]byte, error) {
+	type plain StatusEvent
+	q := plain(e)
+	if q.V == 0 {
+		q.V = Version
+	}
+	q.Reason = redact.String(q.Reason)
+	q.Payload = redact.Bytes(q.Payload)
+	if q.Error != nil {
+		info := *q.Error
+		info.Message = redact.String(info.Message)
+		q.Error = &info
+	}
+	return marshalWithExtra(q, e.Extra, statusEventKeys)
+}
+
+// UnmarshalJSON reads the known fields and keeps the others in Extra.
+func (e *StatusEvent) UnmarshalJSON(data []byte) error {
+	type plain StatusEvent
+	var q plain
+	extra, err := unmarshalWithExtra(data, &q, statusEventKeys)
+	if err != nil {
+		return err
+	}
+	*e = StatusEvent(q)
+	e.Extra = extra
+	return nil
+}

@@ -1,0 +1,90 @@
+package stage
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Outcomes counted by oxy_stage_messages_total.
+const (
+	outcomeAck          = "ack"
+	outcomeWait         = "wait"
+	outcomeRetry        = "retry"
+	outcomeHardFailure  = "hard_failure"
+	outcomeMalformed    = "malformed"
+	outcomeDeadLetter   = "dead_letter"
+	outcomeReleased     = "released"
+	outcomePublishError = "publish_error"
+)
+
+type metrics struct {
+	messages     *prometheus.CounterVec
+	handle       prometheus.Observer
+	inFlight     prometheus.Gauge
+	redeliveries prometheus.Counter
+	lost         prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer, stage string) (*metrics, error) {
+	labels := prometheus.Labels{"stage": stage}
+	messages := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oxy_stage_messages_total", Help: "Messages settled by a stage, by outcome.",
+	}, []string{"stage", "outcome"})
+	handle := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "oxy_stage_handle_seconds", Help: "Time a stage's handler took per call.",
+		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+	}, []string{"stage"})
+	inFlight := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "oxy_stage_in_flight", Help: "Messages a stage holds now.",
+	}, []string{"stage"})
+	redeliveries := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oxy_stage_redeliveries_total", Help: "Messages received that had been delivered before.",
+	}, []string{"stage"})
+	lost := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "oxy_stage_consumer_lost", Help: "1 while the stage's consumer is lost with a live connection.",
+	}, []string{"stage"})
+	if reg != nil {
+		var err error
+		if messages, err = register(reg, messages); err != nil {
+			return nil, err
+		}
+		if handle, err = register(reg, handle); err != nil {
+			return nil, err
+		}
+		if inFlight, err = register(reg, inFlight); err != nil {
+			return nil, err
+		}
+		if redeliveries, err = register(reg, redeliveries); err != nil {
+			return nil, err
+		}
+		if lost, err = register(reg, lost); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range []string{outcomeAck, outcomeWait, outcomeRetry, outcomeHardFailure, outcomeMalformed, outcomeDeadLetter, outcomeReleased, outcomePublishError} {
+		messages.WithLabelValues(stage, o) // export zeros so rates work from the start
+	}
+	return &metrics{
+		messages:     messages.MustCurryWith(labels),
+		handle:       handle.With(labels),
+		inFlight:     inFlight.With(labels),
+		redeliveries: redeliveries.With(labels),
+		lost:         lost.With(labels),
+	}, nil
+}
+
+// register registers c, or returns the collector already registered under
+// the same description (several workers in one process share a registry).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}

@@ -1,0 +1,208 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/oxypipe/oxypipe/pkg/messages"
+)
+
+// Topology is the ensured set of streams and buckets, with typed access to
+// the buckets.
+type Topology struct {
+	js     jetstream.JetStream
+	cfg    Config
+	claims *Claims
+	runs   *Runs
+}
+
+// StreamConfigs returns the stream configurations [Ensure] applies, for
+// inspection and for tools that create them another way.
+func StreamConfigs(cfg Config) []jetstream.StreamConfig {
+	cfg = cfg.WithDefaults()
+	base := func(name, desc string, subjects []string, ret jetstream.RetentionPolicy, maxAge time.Duration) jetstream.StreamConfig {
+		return jetstream.StreamConfig{
+			Name:        name,
+			Description: desc,
+			Subjects:    subjects,
+			Retention:   ret,
+			MaxAge:      maxAge,
+			Storage:     cfg.Storage,
+			Replicas:    cfg.Replicas,
+			Duplicates:  cfg.DuplicateWindow,
+			MaxMsgSize:  cfg.MaxMsgSize,
+			Discard:     jetstream.DiscardOld,
+		}
+	}
+	runs := base(StreamRuns, "oxypipe run announcements and completions", []string{messages.AllRuns}, jetstream.LimitsPolicy, cfg.RunsMaxAge)
+	runs.MaxMsgsPerSubject = 1
+	return []jetstream.StreamConfig{
+		runs,
+		base(StreamPayloads, "oxypipe payloads to submit", []string{messages.AllPayloads}, jetstream.WorkQueuePolicy, cfg.WorkMaxAge),
+		base(StreamSubmitted, "oxypipe submitted jobs to poll", []string{messages.AllSubmitted}, jetstream.WorkQueuePolicy, cfg.WorkMaxAge),
+		base(StreamDone, "oxypipe done jobs to write", []string{messages.AllDone}, jetstream.WorkQueuePolicy, cfg.WorkMaxAge),
+		base(StreamStatus, "oxypipe status events for the ledger", []string{messages.AllStatus}, jetstream.LimitsPolicy, cfg.StatusMaxAge),
+	}
+}
+
+// KeyValueConfigs returns the bucket configurations [Ensure] applies.
+func KeyValueConfigs(cfg Config) []jetstream.KeyValueConfig {
+	cfg = cfg.WithDefaults()
+	return []jetstream.KeyValueConfig{
+		{Bucket: BucketClaims, Description: "oxypipe submission claims per doc", TTL: cfg.ClaimsMaxAge, Storage: cfg.Storage, Replicas: cfg.Replicas},
+		{Bucket: BucketRuns, Description: "oxypipe run records", TTL: cfg.RunsMaxAge, Storage: cfg.Storage, Replicas: cfg.Replicas},
+	}
+}
+
+// ConsumerConfig returns the durable consumer configuration for a stage's
+// settings.
+func ConsumerConfig(s ConsumerSettings) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       string(s.Stage),
+		Description:   "oxypipe " + string(s.Stage) + " (shared by all replicas)",
+		FilterSubject: s.FilterSubject,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       s.AckWait,
+		MaxAckPending: s.MaxAckPending,
+		// Unlimited: the runtime dead-letters past MaxDeliver itself, because
+		// a server-side limit stops delivering without telling anyone.
+		MaxDeliver:    -1,
+		ReplayPolicy:  jetstream.ReplayInstantPolicy,
+		MaxWaiting:    512,
+		HeadersOnly:   false,
+		MemoryStorage: false,
+	}
+}
+
+// Ensure creates the streams and buckets that are missing and updates those
+// whose configuration differs. It is idempotent and safe to call from many
+// workers at once. It does not create consumers: each worker ensures its own
+// with EnsureConsumer, so one stage's settings are never overwritten by
+// another stage's defaults.
+//
+// A change the server cannot apply in place (a stream's retention, its
+// storage type) fails with the server's error; such a change needs the
+// stream to be migrated by hand.
+func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	for _, sc := range StreamConfigs(cfg) {
+		if err := retryRace(ctx, func() error {
+			_, err := js.CreateOrUpdateStream(ctx, sc)
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("topology: stream %s: %w", sc.Name, err)
+		}
+	}
+	var kvs [2]jetstream.KeyValue
+	for i, kc := range KeyValueConfigs(cfg) {
+		if err := retryRace(ctx, func() error {
+			kv, err := js.CreateOrUpdateKeyValue(ctx, kc)
+			kvs[i] = kv
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("topology: bucket %s: %w", kc.Bucket, err)
+		}
+	}
+	return &Topology{js: js, cfg: cfg, claims: &Claims{kv: kvs[0]}, runs: &Runs{kv: kvs[1]}}, nil
+}
+
+// EnsureConsumer creates or updates a stage's durable consumer and returns
+// it. Idempotent and safe to race.
+func (t *Topology) EnsureConsumer(ctx context.Context, s ConsumerSettings) (jetstream.Consumer, error) {
+	return EnsureConsumer(ctx, t.js, s)
+}
+
+// EnsureConsumer is [Topology.EnsureConsumer] for callers that only have a
+// JetStream handle (the stream must exist).
+func EnsureConsumer(ctx context.Context, js jetstream.JetStream, s ConsumerSettings) (jetstream.Consumer, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	var c jetstream.Consumer
+	err := retryRace(ctx, func() error {
+		var err error
+		c, err = js.CreateOrUpdateConsumer(ctx, s.Stream, ConsumerConfig(s))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("topology: consumer %s on %s: %w", s.Stage, s.Stream, err)
+	}
+	return c, nil
+}
+
+// EnsureAll is Ensure plus every stage's consumer with its default
+// settings, for the one-process shape and tests. overrides replace the
+// defaults of the stages they name.
+func EnsureAll(ctx context.Context, js jetstream.JetStream, cfg Config, overrides ...ConsumerSettings) (*Topology, error) {
+	t, err := Ensure(ctx, js, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, stage := range Stages() {
+		s, err := DefaultConsumer(stage)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range overrides {
+			if o.Stage == stage {
+				s = o
+			}
+		}
+		if _, err := t.EnsureConsumer(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// JetStream returns the handle the topology was ensured with.
+func (t *Topology) JetStream() jetstream.JetStream { return t.js }
+
+// Config returns the configuration with defaults applied.
+func (t *Topology) Config() Config { return t.cfg }
+
+// Claims returns the claims bucket.
+func (t *Topology) Claims() *Claims { return t.claims }
+
+// Runs returns the runs bucket.
+func (t *Topology) Runs() *Runs { return t.runs }
+
+// retryRace retries op when it lost a creation race with another worker
+// (both saw "not found", one created, the other's create collided).
+func retryRace(ctx context.Context, op func() error) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		err = op()
+		if err == nil || !lostRace(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 20 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+func lostRace(err error) bool {
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jetstream.JSErrCodeStreamNameInUse, jetstream.JSErrCodeConsumerAlreadyExists, jetstream.JSErrCodeConsumerExists:
+			return true
+		}
+	}
+	return false
+}
