@@ -1,0 +1,5 @@
+//go:build !race
+
+package destinationtest
+
+const raceEnabled = false

@@ -1,0 +1,234 @@
+package destination
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/oxypipe/oxypipe/pkg/destination/internal/core"
+	"github.com/oxypipe/oxypipe/pkg/redact"
+)
+
+// LocalConfig configures local folders.
+type LocalConfig struct {
+	// FileMode is the permission of written files. Default 0o644. It is set
+	// explicitly, so the process umask does not apply.
+	FileMode fs.FileMode
+	// DirMode is the permission of folders Probe or Put create. Default
+	// 0o755, less the process umask.
+	DirMode fs.FileMode
+	// NoSync skips the fsync of each file and of its folder after a Put.
+	// Files stay atomic but a power loss may lose the last ones written;
+	// meant for tests and scratch space.
+	NoSync bool
+}
+
+func (c LocalConfig) withDefaults() LocalConfig {
+	if c.FileMode == 0 {
+		c.FileMode = 0o644
+	}
+	if c.DirMode == 0 {
+		c.DirMode = 0o755
+	}
+	return c
+}
+
+func (c LocalConfig) validate() error {
+	if c.FileMode&^fs.ModePerm != 0 || c.DirMode&^fs.ModePerm != 0 {
+		return fmt.Errorf("%w: file and folder modes must be permission bits only", ErrInvalidLocation)
+	}
+	return nil
+}
+
+// Local is a destination in a folder of the local filesystem. A Put writes a
+// hidden temporary file in the same folder (".NAME.RANDOM.tmp"), syncs it
+// and renames it over NAME, so a reader sees the old file or the whole new
+// one. A process killed during a Put can leave such a temporary file; List
+// ignores hidden files, and nothing here deletes them except the Put that
+// made them.
+type Local struct {
+	dir      string
+	location string
+	cfg      LocalConfig
+}
+
+// NewLocal returns a destination in the folder dir. It touches nothing on
+// disk: Probe creates the folder, and so does Put if it is missing.
+func NewLocal(dir string, cfg LocalConfig) (*Local, error) {
+	location := dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		location = abs
+	}
+	location = redact.String(location)
+	if dir == "" {
+		return nil, core.Fail("open", location, "", fmt.Errorf("%w: empty folder path", ErrInvalidLocation))
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, core.Fail("open", location, "", err)
+	}
+	return &Local{dir: filepath.Clean(dir), location: location, cfg: cfg}, nil
+}
+
+// String returns the folder's absolute path.
+func (l *Local) String() string { return l.location }
+
+// Probe creates the folder if it is missing, then creates and removes a
+// temporary file in it to prove that it can be written. A folder that cannot
+// exist (its path runs through a regular file) fails with
+// ErrLocationNotFound, a permission error with ErrAccessDenied.
+func (l *Local) Probe(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return core.Fail("probe", l.location, "", err)
+	}
+	if err := os.MkdirAll(l.dir, l.cfg.DirMode); err != nil {
+		return core.Fail("probe", l.location, "", classifyFS(err, ErrLocationNotFound))
+	}
+	f, err := os.CreateTemp(l.dir, ".oxypipe-probe-*.tmp")
+	if err != nil {
+		return core.Fail("probe", l.location, "", classifyFS(err, ErrLocationNotFound))
+	}
+	closeErr := f.Close()
+	removeErr := os.Remove(f.Name())
+	return core.Fail("probe", l.location, "", errors.Join(closeErr, removeErr))
+}
+
+// Put writes body to a temporary file in the folder, syncs it, and renames
+// it to name, replacing any file of that name. On failure the temporary
+// file is removed and a previous file of that name is left as it was.
+func (l *Local) Put(ctx context.Context, name string, body io.Reader) error {
+	if err := core.ValidateName(name); err != nil {
+		return core.Fail("put", l.location, name, err)
+	}
+	return core.Fail("put", l.location, name, l.put(ctx, name, core.ContextReader(ctx, body)))
+}
+
+func (l *Local) put(ctx context.Context, name string, body io.Reader) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	pattern := "." + name + ".*.tmp"
+	f, err := os.CreateTemp(l.dir, pattern)
+	if errors.Is(err, fs.ErrNotExist) {
+		if mkErr := os.MkdirAll(l.dir, l.cfg.DirMode); mkErr != nil {
+			return classifyFS(mkErr, ErrLocationNotFound)
+		}
+		f, err = os.CreateTemp(l.dir, pattern)
+	}
+	if err != nil {
+		return classifyFS(err, ErrLocationNotFound)
+	}
+	renamed := false
+	defer func() {
+		if !renamed {
+			_ = f.Close() // already failed; the first error is the one to report
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if _, err := io.Copy(f, body); err != nil {
+		return err
+	}
+	if !l.cfg.NoSync {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	if err := f.Chmod(l.cfg.FileMode); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), filepath.Join(l.dir, name)); err != nil {
+		_ = os.Remove(f.Name())
+		renamed = true // nothing left to clean up
+		return err
+	}
+	renamed = true
+	if l.cfg.NoSync {
+		return nil
+	}
+	return syncDir(l.dir)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	syncErr := d.Sync()
+	closeErr := d.Close()
+	// Some filesystems cannot sync a directory; the rename itself is done.
+	if errors.Is(syncErr, syscall.EINVAL) || errors.Is(syncErr, syscall.ENOTSUP) {
+		syncErr = nil
+	}
+	return errors.Join(syncErr, closeErr)
+}
+
+// Get opens the file name. A missing file fails with ErrNotFound.
+func (l *Local) Get(ctx context.Context, name string) (io.ReadCloser, error) {
+	if err := core.ValidateName(name); err != nil {
+		return nil, core.Fail("get", l.location, name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, core.Fail("get", l.location, name, err)
+	}
+	f, err := os.Open(filepath.Join(l.dir, name))
+	if err != nil {
+		return nil, core.Fail("get", l.location, name, classifyFS(err, ErrNotFound))
+	}
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		_ = f.Close() // read-only; nothing to lose
+		if err == nil {
+			err = fmt.Errorf("%w: not a regular file", ErrNotFound)
+		}
+		return nil, core.Fail("get", l.location, name, err)
+	}
+	return f, nil
+}
+
+// List returns the sorted names of the regular files in the folder that
+// start with prefix, leaving out hidden files (temporary files among them).
+// A missing folder fails with ErrLocationNotFound.
+func (l *Local) List(ctx context.Context, prefix string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, core.Fail("list", l.location, "", err)
+	}
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return nil, core.Fail("list", l.location, "", classifyFS(err, ErrLocationNotFound))
+	}
+	var names []string
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || strings.HasPrefix(name, ".") || !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Close does nothing: a folder holds no resources.
+func (l *Local) Close() error { return nil }
+
+// classifyFS wraps a filesystem error with the sentinel it means; notFound
+// is what a missing path means for the operation.
+func classifyFS(err, notFound error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%w: %w", notFound, err)
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("%w: %w", ErrAccessDenied, err)
+	}
+	return err
+}
