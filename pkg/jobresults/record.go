@@ -1,0 +1,106 @@
+package jobresults
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/runlog"
+)
+
+// Record is the stored state of one document at one stage.
+//
+// The seed fields follow the seed's rules: a success clears every failure
+// field (Consumer, RetryCount, SoftFailures, HardFailure, and the outcome
+// fields State and Error); a soft failure appends its reason to SoftFailures
+// and replaces RetryCount; a hard failure sets HardFailure and clears
+// RetryCount and SoftFailures.
+type Record struct {
+	Key
+	// Success is true when the last outcome was a success.
+	Success bool
+	// Origin produced the message the outcome is about.
+	Origin Party
+	// Consumer failed to consume it (failures only).
+	Consumer Party
+	// RetryCount is the retry count of the last soft failure.
+	RetryCount int
+	// SoftFailures holds the reasons of the soft failures since the last
+	// success or hard failure, oldest first; nil when there are none.
+	SoftFailures []string
+	// HardFailure is the error of a hard failure; "" when there is none.
+	HardFailure string
+	// Time is the time of the last write (the entry's event time when it
+	// gave one), in UTC with millisecond precision.
+	Time time.Time
+	// Scope is the scope of the last write that carried one; "" when the
+	// store has scoping disabled.
+	Scope string
+
+	// Version is the version of the last versioned write (Entry.Version);
+	// 0 when only unversioned writes have reached the record.
+	Version uint64
+	// State is the run-log state hint of the last outcome (failures; a
+	// success may carry one too); "" when it gave none.
+	State runlog.State
+	// APIJobID is the API job id, once any write carried one.
+	APIJobID string
+	// Payload is the (redacted) payload, once any write carried one.
+	Payload json.RawMessage
+	// Error is the structured error of the last outcome; nil when it gave
+	// none or was a success.
+	Error *runlog.ErrorInfo
+	// Upload is the cloud-storage upload entry, once any write carried one.
+	Upload *runlog.Upload
+}
+
+// Outcome is the outcome a record holds, derived from its fields.
+func (r Record) Outcome() Outcome {
+	switch {
+	case r.Success:
+		return Success
+	case r.HardFailure != "":
+		return HardFailure
+	default:
+		return SoftFailure
+	}
+}
+
+// CurrentError returns the record's hard failure, else its last soft-failure
+// reason, else "" (for a success).
+func (r Record) CurrentError() string {
+	if r.Success {
+		return ""
+	}
+	if r.HardFailure != "" {
+		return r.HardFailure
+	}
+	if n := len(r.SoftFailures); n > 0 {
+		return r.SoftFailures[n-1]
+	}
+	return ""
+}
+
+// StageCount is the progress of one stage of a job. Every record is counted
+// once in Total and in exactly one of Succeeded, SoftFailed and HardFailed.
+type StageCount struct {
+	DataType   string
+	Total      int
+	Succeeded  int
+	SoftFailed int
+	HardFailed int
+}
+
+// UniqueError is a group of failed records of a job that share their current
+// error and data type.
+type UniqueError struct {
+	// Error is the current error: the hard failure, else the last
+	// soft-failure reason.
+	Error    string
+	DataType string
+	// Count is the number of records (document and stage) in the group.
+	Count int
+	// FirstSeen and LastSeen are the earliest and latest Time of those
+	// records.
+	FirstSeen time.Time
+	LastSeen  time.Time
+}
