@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -125,6 +126,10 @@ type Spec struct {
 	// Flags adds the worker's own flags (read the environment for their
 	// defaults). Optional.
 	Flags func(fs *pflag.FlagSet)
+	// Check validates the worker's own settings after the flags are parsed
+	// and before anything connects, so a missing credential exits 2 at once
+	// even when the broker is down. An error exits 2. Optional.
+	Check func() error
 	// Setup validates the worker's own settings and builds its service.
 	// An error wrapping ErrUsage exits 2; any other error exits 1.
 	Setup func(ctx context.Context, env *Env) (Service, error)
@@ -175,6 +180,12 @@ func Run(ctx context.Context, args []string, spec Spec, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", spec.Name, err)
 		return 2
 	}
+	if spec.Check != nil {
+		if err := spec.Check(); err != nil {
+			fmt.Fprintf(stderr, "%s: %s\n", spec.Name, message(err))
+			return 2
+		}
+	}
 	log, err := logging.New(logging.Config{Level: cfg.LogLevel, Output: stderr})
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", spec.Name, err)
@@ -186,7 +197,7 @@ func Run(ctx context.Context, args []string, spec Spec, stderr io.Writer) int {
 	if err := run(ctx, cfg, spec, log); err != nil {
 		log.Error("worker stopped", zap.Error(err))
 		if errors.Is(err, ErrUsage) {
-			fmt.Fprintf(stderr, "%s: %v\n", spec.Name, err)
+			fmt.Fprintf(stderr, "%s: %s\n", spec.Name, message(err))
 			return 2
 		}
 		return 1
@@ -245,6 +256,11 @@ func run(ctx context.Context, cfg Config, spec Spec, log *zap.Logger) error {
 	}
 	log.Info("worker started")
 	return svc(ctx)
+}
+
+// message is err's text without the "usage: " marker Usagef adds.
+func message(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrUsage.Error()+": ")
 }
 
 func envOr(key, def string) string {

@@ -161,12 +161,17 @@ func TestWorkerExitCodes(t *testing.T) {
 			return func(context.Context) error { return failing }, nil
 		}, 1, "consumer lost"},
 		{"help", []string{"--help"}, nil, 0, "a worker for tests"},
+		{"check fails before connecting", []string{"--nats-url", "nats://127.0.0.1:1"}, nil, 2, "testworker: the API credentials are missing"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			spec := worker.Spec{Name: "testworker", Summary: "a worker for tests", Setup: tc.setup}
+			if strings.HasPrefix(tc.name, "check") {
+				spec.Check = func() error { return worker.Usagef("the API credentials are missing") }
+			}
 			var stderr syncBuffer
+			// A later --nats-url overrides this one.
 			args := append([]string{"--nats-url", url, "--http-addr", "127.0.0.1:0"}, tc.args...)
 			if code := worker.Run(context.Background(), args, spec, &stderr); code != tc.code {
 				t.Fatalf("exit code = %d, want %d; stderr:\n%s", code, tc.code, stderr.String())

@@ -179,3 +179,21 @@ func scalarText(raw json.RawMessage) string {
 	}
 	return ""
 }
+
+// ValidJobID reports whether id can be a job id. The API's ids are 19
+// digits; any id that is a safe URL path segment and file name (letters,
+// digits, '-' and '_', at most 64 bytes) is accepted, so an id from an
+// emulator or a future format still works, while a message carrying a path
+// ("../x") can never reach a URL or a destination name.
+func ValidJobID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		ok := r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-' || r == '_'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,46 @@
+package worker
+
+import (
+	"errors"
+
+	"github.com/spf13/pflag"
+
+	"github.com/oxypipe/oxypipe/pkg/wsa"
+)
+
+// APIFlags are the Web Scraper API settings shared by the submitter, poller
+// and writer: the URL from a flag or OXY_API_URL, the credentials from the
+// environment only (OXY_WSA_USERNAME, OXY_WSA_PASSWORD), so that they never
+// show in a process listing.
+type APIFlags struct {
+	// URL is the API's base URL.
+	URL string
+}
+
+// RegisterFlags adds --api-url to fs; getenv reads the environment.
+func (a *APIFlags) RegisterFlags(fs *pflag.FlagSet, getenv func(string) string) {
+	def := getenv("OXY_API_URL")
+	if def == "" {
+		def = wsa.DefaultBaseURL
+	}
+	fs.StringVar(&a.URL, "api-url", def,
+		"base URL of the Web Scraper API, e.g. an emulator's (env OXY_API_URL); "+
+			"the credentials only from env OXY_WSA_USERNAME and OXY_WSA_PASSWORD")
+}
+
+// Client builds the API client. Missing credentials and a bad URL are usage
+// errors (exit 2); use it in Spec.Check so they fail before anything connects.
+func (a *APIFlags) Client(getenv func(string) string) (*wsa.Client, error) {
+	user, pass := getenv("OXY_WSA_USERNAME"), getenv("OXY_WSA_PASSWORD")
+	if user == "" || pass == "" {
+		return nil, Usagef("the API credentials are missing: set OXY_WSA_USERNAME and OXY_WSA_PASSWORD")
+	}
+	c, err := wsa.New(wsa.Config{BaseURL: a.URL, Username: user, Password: pass})
+	if err != nil {
+		if errors.Is(err, wsa.ErrNoCredentials) {
+			return nil, Usagef("%v", err)
+		}
+		return nil, Usagef("--api-url: %v", err)
+	}
+	return c, nil
+}
