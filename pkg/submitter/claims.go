@@ -1,0 +1,122 @@
+package submitter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/topology"
+)
+
+// kvAttempts is how often a claim update whose answer was lost is tried.
+const kvAttempts = 3
+
+// kvContext is a context for one bucket operation. It is detached from the
+// handler's cancellation: a claim operation cut off half-way leaves the
+// claim in a state nobody knows, which costs a payload an "outcome unknown".
+func (s *Submitter) kvContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.cfg.KVTimeout)
+}
+
+// acquire claims the item's doc. When the answer of the create is lost (a
+// timeout, a reconnect), the claim is read back: if it is the one this call
+// wrote, it is ours.
+func (s *Submitter) acquire(ctx context.Context, it *item) (*topology.ClaimRef, error) {
+	now := time.Now().UTC()
+	kctx, cancel := s.kvContext(ctx)
+	defer cancel()
+	ref, err := s.claims.Acquire(kctx, it.env.Run, it.env.Doc, it.env.Attempt, s.cfg.Instance, now)
+	if err == nil || errors.Is(err, topology.ErrClaimHeld) {
+		return ref, err
+	}
+	got, gerr := s.claims.Get(kctx, it.env.Run, it.env.Doc)
+	if gerr == nil && got.Claim.State == messages.ClaimHeld && got.Claim.By == s.cfg.Instance &&
+		got.Claim.ClaimedAt.Equal(now) && got.Claim.Attempt == it.env.Attempt {
+		return got, nil
+	}
+	return nil, err
+}
+
+// release gives the claim back because the API created no job (or, after a
+// 5xx, because the origin's behaviour is to try again). A lost answer is
+// checked by reading the claim back.
+func (s *Submitter) release(ctx context.Context, it *item, reason string) {
+	ref := it.claim
+	if ref == nil {
+		return
+	}
+	it.claim = nil
+	var err error
+	for range kvAttempts {
+		kctx, cancel := s.kvContext(ctx)
+		err = s.claims.Release(kctx, ref, reason)
+		if err == nil {
+			cancel()
+			return
+		}
+		got, gerr := s.claims.Get(kctx, ref.Claim.Run, ref.Claim.Doc)
+		cancel()
+		switch {
+		case gerr != nil:
+			continue
+		case got.Claim.State == messages.ClaimReleased:
+			return // our release landed, or someone else's did
+		case got.Revision == ref.Revision:
+			continue // unchanged: try again
+		default:
+			s.log.Error("could not release a claim: another submitter changed it",
+				zap.String("run", ref.Claim.Run), zap.String("doc", ref.Claim.Doc),
+				zap.String("state", string(got.Claim.State)), zap.String("by", got.Claim.By))
+			return
+		}
+	}
+	// The claim stays "claimed": a redelivery will wait for it to go stale
+	// and then record the doc as an unknown outcome rather than risk a
+	// second bill.
+	s.log.Error("could not release a claim; its payload will end as an unknown outcome",
+		zap.String("run", ref.Claim.Run), zap.String("doc", ref.Claim.Doc), zap.Error(err))
+}
+
+// markSubmitted stores the API job id under the claim. It must not give up
+// lightly: until it lands, a redelivery would take the doc for an unknown
+// outcome. When it cannot land, the job is still published (its results
+// are wanted and it bills either way) and the failure is logged.
+func (s *Submitter) markSubmitted(ctx context.Context, it *item, jobID string, at time.Time) {
+	ref := it.claim
+	if ref == nil {
+		return
+	}
+	var err error
+retry:
+	for attempt := range kvAttempts {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		}
+		kctx, cancel := s.kvContext(ctx)
+		err = s.claims.MarkSubmitted(kctx, ref, jobID, at)
+		if err == nil {
+			cancel()
+			return
+		}
+		got, gerr := s.claims.Get(kctx, ref.Claim.Run, ref.Claim.Doc)
+		cancel()
+		switch {
+		case gerr != nil, got.Revision == ref.Revision:
+			continue // unknown or unchanged: try again
+		case got.Claim.State == messages.ClaimSubmitted && got.Claim.APIJobID == jobID:
+			*ref = *got // our update landed; its answer was lost
+			return
+		case got.Claim.State == messages.ClaimSubmitted:
+			err = fmt.Errorf("the claim holds job %s: the doc was billed twice", got.Claim.APIJobID)
+		default:
+			err = fmt.Errorf("the claim was changed to %q by %s", got.Claim.State, got.Claim.By)
+		}
+		break retry
+	}
+	s.log.Error("a job was created but its id could not be stored under the claim; publishing it anyway",
+		zap.String("run", ref.Claim.Run), zap.String("doc", ref.Claim.Doc), zap.String("api_job_id", jobID), zap.Error(err))
+}

@@ -1,0 +1,190 @@
+package submitter
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/oxypipe/oxypipe/pkg/payload"
+	"github.com/oxypipe/oxypipe/pkg/stage"
+	"github.com/oxypipe/oxypipe/pkg/topology"
+	"github.com/oxypipe/oxypipe/pkg/wsa"
+)
+
+// Defaults of Config.
+const (
+	DefaultConcurrency      = 32
+	DefaultSubmitTimeout    = 20 * time.Second
+	DefaultKVTimeout        = 5 * time.Second
+	DefaultClaimMargin      = 30 * time.Second
+	DefaultClaimRecheck     = 5 * time.Second
+	DefaultRunStateTTL      = 2 * time.Second
+	DefaultRateLimitedRetry = time.Second
+)
+
+// Config configures a Submitter. Conn, Topology and Client are required;
+// every other field has a default.
+type Config struct {
+	// Conn is the broker connection. The submitter does not close it.
+	Conn *nats.Conn
+	// Topology is the ensured topology: the claims and runs buckets, and the
+	// handle the submitter's consumer is ensured with.
+	Topology *topology.Topology
+	// Client calls the API. Its own Timeout should not be shorter than
+	// SubmitTimeout.
+	Client *wsa.Client
+
+	// Consumer is the submitter's durable consumer and its limits. The zero
+	// value means topology.DefaultConsumer(topology.Submitter); start from
+	// that and change what you need.
+	Consumer topology.ConsumerSettings
+	// Runtime tunes the stage runtime (fetching, batching of messages,
+	// heartbeats, draining). Its Conn, Consumer, Instance, Logger and
+	// Registerer are ignored: they are taken from this Config. Runtime.BatchSize
+	// is also the most payloads one handler call can group into API batches.
+	Runtime stage.Config
+
+	// Pacer is the rate budget submissions are paced with: Limit (default
+	// 50 jobs per second) and RenderLimit (default 13) until the API's
+	// headers say otherwise.
+	Pacer wsa.PacerConfig
+	// DisableBatch sends every payload on its own (POST /v1/queries), never
+	// as a batch.
+	DisableBatch bool
+	// MaxBatch caps the values of one batch request, 2..payload.MaxBatch.
+	// Default payload.MaxBatch (5,000); the rate limit usually caps it lower
+	// (see payload.BatchSize).
+	MaxBatch int
+	// Concurrency bounds the API requests and the bucket operations one
+	// handler call has in flight at once. Default 32.
+	Concurrency int
+
+	// SubmitTimeout bounds one submission request. A request in flight is
+	// not cut short by a SIGTERM (its answer must reach the claim), so keep
+	// it below the runtime's DrainTimeout. Default 20s.
+	SubmitTimeout time.Duration
+	// KVTimeout bounds one operation on the claims or runs bucket.
+	// Default 5s.
+	KVTimeout time.Duration
+	// ClaimStaleAfter is the age after which a claim without a job id is
+	// taken to belong to a submitter that died inside its request (outcome
+	// unknown) rather than to one still working on it. A live submitter
+	// holds a claim for at most one handler call, so the default is
+	// max(AckWait, HandlerTimeout) + 30s.
+	ClaimStaleAfter time.Duration
+	// ClaimRecheck is the longest wait before a payload whose claim another
+	// submitter holds (not yet stale) is looked at again. Default 5s.
+	ClaimRecheck time.Duration
+	// RunStateTTL is how long a run's state (ready, stopping, …) read from
+	// the runs bucket is trusted before it is read again. Default 2s.
+	RunStateTTL time.Duration
+	// RateLimitedRetry is the redelivery delay of a payload that got a 429
+	// of the rate limit (the pacer pauses submissions meanwhile). Other
+	// retryable failures follow the consumer's RetryBackoff. Default 1s.
+	RateLimitedRetry time.Duration
+
+	// Instance names this replica in claims, status events and logs.
+	// Default: the host name (the pod name in Kubernetes).
+	Instance string
+	// Logger receives the submitter's logs. Default: none.
+	Logger *zap.Logger
+	// Registerer receives the submitter's and its runtime's metrics.
+	// Default: no metrics.
+	Registerer prometheus.Registerer
+}
+
+// WithDefaults returns c with every unset field filled in.
+func (c Config) WithDefaults() Config {
+	if c.Consumer.Stage == "" {
+		c.Consumer, _ = topology.DefaultConsumer(topology.Submitter)
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = payload.MaxBatch
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.SubmitTimeout == 0 {
+		c.SubmitTimeout = DefaultSubmitTimeout
+	}
+	if c.KVTimeout == 0 {
+		c.KVTimeout = DefaultKVTimeout
+	}
+	if c.ClaimStaleAfter == 0 {
+		c.ClaimStaleAfter = max(c.Consumer.AckWait, c.Consumer.HandlerTimeout) + DefaultClaimMargin
+	}
+	if c.ClaimRecheck == 0 {
+		c.ClaimRecheck = DefaultClaimRecheck
+	}
+	if c.RunStateTTL == 0 {
+		c.RunStateTTL = DefaultRunStateTTL
+	}
+	if c.RateLimitedRetry == 0 {
+		c.RateLimitedRetry = DefaultRateLimitedRetry
+	}
+	if c.Instance == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "unknown"
+		}
+		c.Instance = host
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	c.Pacer = c.Pacer.WithDefaults()
+	return c
+}
+
+// validate checks a configuration that went through WithDefaults.
+func (c Config) validate() error {
+	switch {
+	case c.Conn == nil:
+		return errors.New("submitter: Config.Conn is required")
+	case c.Topology == nil:
+		return errors.New("submitter: Config.Topology is required")
+	case c.Client == nil:
+		return errors.New("submitter: Config.Client is required")
+	case c.Consumer.Stage != topology.Submitter:
+		return fmt.Errorf("submitter: Config.Consumer is the %q consumer, want %q", c.Consumer.Stage, topology.Submitter)
+	case c.MaxBatch < 2 || c.MaxBatch > payload.MaxBatch:
+		return fmt.Errorf("submitter: MaxBatch %d is outside 2..%d (use DisableBatch to send payloads singly)", c.MaxBatch, payload.MaxBatch)
+	case c.Concurrency < 1:
+		return fmt.Errorf("submitter: Concurrency %d is below 1", c.Concurrency)
+	case c.SubmitTimeout < 0 || c.KVTimeout < 0 || c.ClaimStaleAfter < 0 || c.ClaimRecheck < 0 ||
+		c.RunStateTTL < 0 || c.RateLimitedRetry < 0:
+		return errors.New("submitter: durations must not be negative")
+	}
+	if err := c.Consumer.Validate(); err != nil {
+		return fmt.Errorf("submitter: %w", err)
+	}
+	// A handler call must have time to wait for the pacer, send one request
+	// and record its answer (mark or release the claim) before its deadline.
+	if need := c.SubmitTimeout + 2*c.KVTimeout; need >= c.Consumer.HandlerTimeout {
+		return fmt.Errorf("submitter: SubmitTimeout %v + 2×KVTimeout %v leaves no time to pace within HandlerTimeout %v",
+			c.SubmitTimeout, c.KVTimeout, c.Consumer.HandlerTimeout)
+	}
+	// A claim younger than a live handler call may still be worked on; one
+	// declared stale too early would turn a submission in progress into an
+	// "outcome unknown".
+	if c.ClaimStaleAfter < c.Consumer.HandlerTimeout {
+		return fmt.Errorf("submitter: ClaimStaleAfter %v is shorter than HandlerTimeout %v", c.ClaimStaleAfter, c.Consumer.HandlerTimeout)
+	}
+	return nil
+}
+
+// runtimeConfig is the stage runtime's configuration.
+func (c Config) runtimeConfig() stage.Config {
+	rc := c.Runtime
+	rc.Conn = c.Conn
+	rc.Consumer = c.Consumer
+	rc.Instance = c.Instance
+	rc.Logger = c.Logger
+	rc.Registerer = c.Registerer
+	return rc
+}

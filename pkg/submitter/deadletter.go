@@ -1,0 +1,78 @@
+package submitter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/stage"
+	"github.com/oxypipe/oxypipe/pkg/topology"
+)
+
+// deadLetter adjusts the record of a payload the runtime gives up on
+// without calling the handler: one delivered more than MaxDeliver times
+// (its submitter kept dying on it, or kept finding its claim held). The
+// claim says what is true:
+//
+//   - submitted: the job exists. The doc is not a failure: its Submitted
+//     is published again and the event becomes the success at submitted.
+//   - claimed: a submitter took the doc and never recorded the API's
+//     answer: unsubmitted, outcome unknown, may have billed.
+//   - none or released: nothing was created: unsubmitted, with the reason.
+func (s *Submitter) deadLetter(ctx context.Context, m *stage.Msg, ev *messages.StatusEvent) {
+	k := m.Key()
+	if k.Run == "" || k.Doc == "" {
+		return // not a readable payload message: the runtime's record stands
+	}
+	kctx, cancel := s.kvContext(ctx)
+	ref, err := s.claims.Get(kctx, k.Run, k.Doc)
+	cancel()
+	switch {
+	case errors.Is(err, topology.ErrNoClaim):
+	case err != nil:
+		s.log.Warn("dead letter: could not read the payload's claim", zap.String("run", k.Run), zap.String("doc", k.Doc), zap.Error(err))
+		return
+	case ref.Claim.State == messages.ClaimSubmitted:
+		if s.successFromClaim(m, ev, ref.Claim) {
+			return
+		}
+	case ref.Claim.State == messages.ClaimHeld:
+		s.met.count(outUnknown)
+		msg := unknownOutcome(ref.Claim)
+		ev.State = runlog.Unsubmitted
+		ev.Error = &runlog.ErrorInfo{Message: msg}
+		ev.Reason = fmt.Sprintf("%s; %s", ev.Reason, msg)
+		return
+	}
+	s.met.count(outUnsubmitted)
+	ev.State = runlog.Unsubmitted
+	if ev.Error == nil {
+		ev.Error = &runlog.ErrorInfo{Message: ev.Reason}
+	}
+	ev.Error.Message += "; the payload was not submitted"
+}
+
+// successFromClaim turns the dead letter of a submitted doc into its
+// success: Submitted is published again from the claim.
+func (s *Submitter) successFromClaim(m *stage.Msg, ev *messages.StatusEvent, c messages.Claim) bool {
+	env, err := messages.DecodePayload(m.Subject(), m.Data())
+	if err != nil {
+		return false
+	}
+	sub := &messages.Submitted{Run: env.Run, Doc: env.Doc, Attempt: env.Attempt,
+		APIJobID: c.APIJobID, Payload: env.Payload, SubmittedAt: c.SubmittedAt}
+	if err := m.Publish(sub); err != nil {
+		return false
+	}
+	s.met.count(outRepublished)
+	*ev = messages.StatusEvent{
+		Run: env.Run, Doc: env.Doc, Attempt: env.Attempt,
+		DataType: messages.DataSubmitted, Outcome: messages.Success,
+		Origin: ev.Consumer, APIJobID: c.APIJobID, Payload: ev.Payload, Time: ev.Time,
+	}
+	return true
+}

@@ -1,0 +1,304 @@
+package submitter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/payload"
+	"github.com/oxypipe/oxypipe/pkg/redact"
+	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/stage"
+	"github.com/oxypipe/oxypipe/pkg/topology"
+)
+
+// item is one payload message on its way through a handler call.
+type item struct {
+	m     *stage.Msg
+	env   *messages.Payload
+	p     payload.Payload
+	src   string // source, for log lines and reasons
+	input string // input value, redacted
+	// claim is the doc's claim while this call holds it.
+	claim *topology.ClaimRef
+	// res is how the message is settled (nil: ack).
+	res error
+}
+
+// what names the payload the way the origin's log lines do: "<src> <input>".
+func (it *item) what() string { return it.src + " " + it.input }
+
+// handler is the stage.BatchHandler (and stage.DeadLetterer) of a Submitter.
+type handler struct{ s *Submitter }
+
+// HandleBatch implements stage.BatchHandler.
+func (h handler) HandleBatch(ctx context.Context, batch []*stage.Msg) []error {
+	errs := make([]error, len(batch))
+	items := make([]*item, 0, len(batch))
+	pos := make([]int, 0, len(batch))
+	for i, m := range batch {
+		it, err := decode(m)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		items = append(items, it)
+		pos = append(pos, i)
+	}
+	// Two messages of one doc (a duplicate publish) never go in the same
+	// round: the second one sees the first one's claim as it was left.
+	for pending := items; len(pending) > 0; {
+		var round []*item
+		round, pending = uniqueDocs(pending)
+		h.s.round(ctx, round)
+	}
+	for k, it := range items {
+		errs[pos[k]] = it.res
+	}
+	return errs
+}
+
+// DeadLetter implements stage.DeadLetterer; see deadletter.go.
+func (h handler) DeadLetter(ctx context.Context, m *stage.Msg, ev *messages.StatusEvent) {
+	h.s.deadLetter(ctx, m, ev)
+}
+
+// decode reads a payload message. Its errors are *messages.DecodeError,
+// which the runtime records as hard failures.
+func decode(m *stage.Msg) (*item, error) {
+	env, err := messages.DecodePayload(m.Subject(), m.Data())
+	if err != nil {
+		return nil, err
+	}
+	p, err := payload.Parse(env.Payload, 0)
+	if err != nil {
+		return nil, &messages.DecodeError{Subject: m.Subject(), Kind: messages.KindPayload, Run: env.Run, Doc: env.Doc,
+			Reason: fmt.Sprintf(`"payload" is not a WSA request body: %v`, errors.Unwrap(err))}
+	}
+	_, input := p.Input()
+	return &item{m: m, env: env, p: p, src: p.Source(), input: redact.String(input)}, nil
+}
+
+// uniqueDocs splits items into the first message of each doc and the rest,
+// keeping their order.
+func uniqueDocs(items []*item) (round, rest []*item) {
+	seen := make(map[string]bool, len(items))
+	for _, it := range items {
+		k := messages.ClaimKey(it.env.Run, it.env.Doc)
+		if seen[k] {
+			rest = append(rest, it)
+			continue
+		}
+		seen[k] = true
+		round = append(round, it)
+	}
+	return round, rest
+}
+
+// round handles payloads of distinct docs: run state, validation and claim
+// for each, then the API requests for those claimed.
+func (s *Submitter) round(ctx context.Context, items []*item) {
+	views := make(map[string]runView)
+	viewErrs := make(map[string]error)
+	for _, it := range items {
+		run := it.env.Run
+		if _, ok := views[run]; ok {
+			continue
+		}
+		if _, ok := viewErrs[run]; ok {
+			continue
+		}
+		v, err := s.runs.view(ctx, run)
+		if err != nil {
+			viewErrs[run] = err
+			continue
+		}
+		views[run] = v
+	}
+
+	claimed := make([]bool, len(items))
+	forEach(len(items), s.cfg.Concurrency, func(i int) {
+		it := items[i]
+		if err, ok := viewErrs[it.env.Run]; ok {
+			it.res = s.retry(it, 0, "could not read the run's state: "+err.Error(), nil, err)
+			return
+		}
+		claimed[i] = s.prepare(ctx, it, views[it.env.Run])
+	})
+	var ready []*item
+	for i, ok := range claimed {
+		if ok {
+			ready = append(ready, items[i])
+		}
+	}
+	reqs := s.plan(ready)
+	forEach(len(reqs), s.cfg.Concurrency, func(i int) { s.send(ctx, reqs[i]) })
+}
+
+// prepare decides what to do with one payload before any request: it
+// returns true when the doc is claimed and should be submitted, and
+// otherwise settles the item.
+func (s *Submitter) prepare(ctx context.Context, it *item, run runView) bool {
+	if run.stopped() {
+		s.runStopped(ctx, it, run)
+		return false
+	}
+	if err := it.p.Validate(); err != nil {
+		var ve *payload.ValidationError
+		msg := err.Error()
+		if errors.As(err, &ve) {
+			msg = ve.Message
+		}
+		s.met.count(outRejected)
+		it.res = stage.Hard(runlog.Rejected, fmt.Sprintf("Rejected %s: %s", it.what(), msg), &runlog.ErrorInfo{Message: msg})
+		return false
+	}
+	ref, err := s.acquire(ctx, it)
+	var held *topology.ClaimHeldError
+	switch {
+	case err == nil:
+		it.claim = ref
+		return true
+	case errors.As(err, &held):
+		return s.claimHeld(ctx, it, held.Held, true)
+	default:
+		it.res = s.retry(it, 0, "could not claim the payload: "+err.Error(), nil, err)
+		return false
+	}
+}
+
+// runStopped settles a payload of a stopped or failed run without calling
+// the API — unless its claim shows it was submitted already, in which case
+// its job goes on to be polled and written like any other.
+func (s *Submitter) runStopped(ctx context.Context, it *item, run runView) {
+	kctx, cancel := s.kvContext(ctx)
+	ref, err := s.claims.Get(kctx, it.env.Run, it.env.Doc)
+	cancel()
+	switch {
+	case errors.Is(err, topology.ErrNoClaim):
+	case err != nil:
+		it.res = s.retry(it, 0, "could not read the payload's claim: "+err.Error(), nil, err)
+		return
+	case ref.Claim.State != messages.ClaimReleased:
+		s.claimHeld(ctx, it, *ref, false)
+		return
+	}
+	s.met.count(outUnsubmitted)
+	msg := run.why()
+	it.res = stage.Hard(runlog.Unsubmitted, msg, &runlog.ErrorInfo{Message: msg})
+}
+
+// claimHeld decides about a doc whose claim another delivery holds or left.
+// It returns true only when it took the claim over for a deliberate
+// re-drive (maySubmit false forbids that).
+func (s *Submitter) claimHeld(ctx context.Context, it *item, ref topology.ClaimRef, maySubmit bool) bool {
+	c := ref.Claim
+	switch c.State {
+	case messages.ClaimSubmitted:
+		// The job exists (this doc was submitted, and the worker died
+		// before acking, or this is a duplicate): never resubmit, publish
+		// its Submitted again; the same message id makes the broker drop
+		// the copy if the first one was stored.
+		s.met.count(outRepublished)
+		it.res = s.publishSubmitted(it, c.APIJobID, c.SubmittedAt)
+		return false
+	case messages.ClaimHeld:
+		age := time.Since(c.ClaimedAt)
+		if age < s.cfg.ClaimStaleAfter {
+			// Another submitter may be inside its request right now.
+			s.met.count(outWait)
+			it.res = stage.Wait(max(min(s.cfg.ClaimStaleAfter-age, s.cfg.ClaimRecheck), 10*time.Millisecond))
+			return false
+		}
+		if maySubmit && c.Attempt < it.env.Attempt {
+			return s.takeOver(ctx, it, ref)
+		}
+		s.met.count(outUnknown)
+		msg := unknownOutcome(c)
+		it.res = stage.Hard(runlog.Unsubmitted, msg, &runlog.ErrorInfo{Message: msg})
+		return false
+	default:
+		// Released between our look and now: claim it on the next delivery.
+		it.res = s.retry(it, 0, fmt.Sprintf("the payload's claim is %q; trying again", c.State), nil, nil)
+		return false
+	}
+}
+
+// takeOver claims a doc again for a deliberate re-drive (a higher Attempt)
+// of a doc whose earlier attempt left an unknown outcome.
+func (s *Submitter) takeOver(ctx context.Context, it *item, ref topology.ClaimRef) bool {
+	old := ref
+	it.claim = &old
+	s.release(ctx, it, fmt.Sprintf("superseded by attempt %d", it.env.Attempt))
+	claim, err := s.acquire(ctx, it)
+	if err != nil {
+		it.res = s.retry(it, 0, "could not claim the re-driven payload: "+err.Error(), nil, err)
+		return false
+	}
+	it.claim = claim
+	return true
+}
+
+// unknownOutcome is the error of a doc whose claim was left without a job
+// id by a submitter that never recorded the API's answer.
+func unknownOutcome(c messages.Claim) string {
+	return fmt.Sprintf("the outcome of this payload's submission is unknown: %s claimed it at %s and never recorded the API's answer "+
+		"(it most likely stopped inside the request); the API may have created (and billed) a job, so it is not resubmitted automatically",
+		c.By, c.ClaimedAt.UTC().Format(time.RFC3339Nano))
+}
+
+// publishSubmitted publishes the doc's Submitted and records its success
+// at data type submitted.
+func (s *Submitter) publishSubmitted(it *item, jobID string, at time.Time) error {
+	sub := &messages.Submitted{Run: it.env.Run, Doc: it.env.Doc, Attempt: it.env.Attempt,
+		APIJobID: jobID, Payload: it.env.Payload, SubmittedAt: at}
+	if err := it.m.Publish(sub); err != nil {
+		return err
+	}
+	return it.m.Record(&messages.StatusEvent{
+		Run: it.env.Run, Doc: it.env.Doc, Attempt: it.env.Attempt,
+		DataType: messages.DataSubmitted, Outcome: messages.Success,
+		APIJobID: jobID, Payload: it.p.Redacted(),
+	})
+}
+
+// retry is a soft failure, or on the message's last allowed delivery a hard
+// failure "unsubmitted" carrying the last error (rather than the runtime's
+// generic "poison message").
+func (s *Submitter) retry(it *item, delay time.Duration, reason string, info *runlog.ErrorInfo, cause error) error {
+	if limit := s.worker.Settings().MaxDeliver; limit > 0 && it.m.NumDelivered() >= limit {
+		s.met.count(outUnsubmitted)
+		msg := fmt.Sprintf("gave up after %d deliveries: %s", it.m.NumDelivered(), reason)
+		if info == nil {
+			info = &runlog.ErrorInfo{Message: reason}
+		}
+		return &stage.HardError{State: runlog.Unsubmitted, Reason: msg, Info: info, Cause: cause}
+	}
+	s.met.count(outRetry)
+	return &stage.RetryError{Delay: delay, Reason: reason, Info: info, Cause: cause}
+}
+
+// forEach calls fn(0..n-1) with at most limit calls running at once, and
+// returns when all have returned.
+func forEach(n, limit int, fn func(i int)) {
+	if n == 1 || limit <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}

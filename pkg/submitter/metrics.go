@@ -1,0 +1,92 @@
+package submitter
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Outcomes counted by oxy_submitter_payloads_total.
+const (
+	outSubmitted   = "submitted"       // the API returned a job id
+	outRepublished = "republished"     // the claim already held a job id: not resubmitted
+	outRejected    = "rejected"        // refused locally or by the API
+	outUnsubmitted = "unsubmitted"     // stop, throttle, run stopped, retries exhausted
+	outUnknown     = "unknown_outcome" // a claim without a job id was left by a dead submitter
+	outRetry       = "retry"           // soft failure, redelivered later
+	outWait        = "wait"            // another submitter holds the claim
+)
+
+// Endpoints labelled in the request metrics.
+const (
+	endpointSubmit = "submit"
+	endpointBatch  = "batch"
+)
+
+type metrics struct {
+	payloads  *prometheus.CounterVec   // outcome
+	requests  *prometheus.CounterVec   // endpoint, class
+	latency   *prometheus.HistogramVec // endpoint
+	batchSize prometheus.Observer
+	pacerWait prometheus.Observer
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	payloads := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oxy_submitter_payloads_total", Help: "Payloads the submitter settled, by outcome.",
+	}, []string{"outcome"})
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oxy_submitter_requests_total", Help: "Submission requests sent to the API, by endpoint and outcome class.",
+	}, []string{"endpoint", "class"})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "oxy_submitter_request_seconds", Help: "Time the API took to answer a submission request.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 60},
+	}, []string{"endpoint"})
+	batchSize := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "oxy_submitter_request_values", Help: "Payloads per submission request (1 for a single submission).",
+		Buckets: []float64{1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000},
+	})
+	pacerWait := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "oxy_submitter_pacer_wait_seconds", Help: "Time a submission waited for the rate budget.",
+		Buckets: []float64{.001, .01, .05, .1, .25, .5, 1, 2, 5, 10, 30, 60},
+	})
+	if reg != nil {
+		var err error
+		if payloads, err = register(reg, payloads); err != nil {
+			return nil, err
+		}
+		if requests, err = register(reg, requests); err != nil {
+			return nil, err
+		}
+		if latency, err = register(reg, latency); err != nil {
+			return nil, err
+		}
+		if batchSize, err = register(reg, batchSize); err != nil {
+			return nil, err
+		}
+		if pacerWait, err = register(reg, pacerWait); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range []string{outSubmitted, outRepublished, outRejected, outUnsubmitted, outUnknown, outRetry, outWait} {
+		payloads.WithLabelValues(o) // export zeros so rates work from the start
+	}
+	return &metrics{payloads: payloads, requests: requests, latency: latency, batchSize: batchSize, pacerWait: pacerWait}, nil
+}
+
+func (m *metrics) count(outcome string) { m.payloads.WithLabelValues(outcome).Inc() }
+
+// register registers c, or returns the collector already registered under
+// the same description (two submitters in one process share a registry).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}
