@@ -19,6 +19,12 @@
 // written back when the envelope is encoded again, so an older worker that
 // forwards a newer message loses nothing.
 //
+// Encoding does no HTML escaping: a payload travels byte for byte as it was
+// given (as compact JSON), '<', '>' and '&' included. Encode an envelope with
+// [NewMsg] or its MarshalJSON method; json.Marshal of an envelope would
+// escape them again (\u003c…), which decodes to the same value but changes
+// the bytes.
+//
 //	RunAnnounced  oxy.run.<run>            the feeder, once, before the first payload
 //	Payload       oxy.payload.<run>        the feeder, one per doc          → submitter
 //	Submitted     oxy.submitted.<run>      the submitter, with the job id   → poller

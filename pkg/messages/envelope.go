@@ -44,10 +44,28 @@ func jsonKeys(t reflect.Type) map[string]struct{} {
 	return keys
 }
 
-// marshalWithExtra encodes v (a struct without its own MarshalJSON) and
-// appends the unknown fields of extra.
+// marshalJSON is json.Marshal without HTML escaping: '<', '>' and '&' in a
+// payload (a json.RawMessage) or a string stay as they are instead of
+// becoming \u003c, \u003e and \u0026, so payload bytes pass the pipeline
+// unchanged and run logs read as written.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil // Encode ends every value with a newline
+}
+
+// marshalWithExtra encodes v (a struct without its own MarshalJSON), without
+// HTML escaping, and appends the unknown fields of extra.
+//
+// The result is only free of HTML escapes when it is used as is (NewMsg, or
+// a direct MarshalJSON call): json.Marshal of an envelope escapes what its
+// MarshalJSON returned again.
 func marshalWithExtra(v any, extra Extra, known map[string]struct{}) ([]byte, error) {
-	b, err := json.Marshal(v)
+	b, err := marshalJSON(v)
 	if err != nil || len(extra) == 0 {
 		return b, err
 	}
@@ -69,7 +87,7 @@ func marshalWithExtra(v any, extra Extra, known map[string]struct{}) ([]byte, er
 		if !json.Valid(raw) {
 			continue // never emit invalid JSON for a field someone else put there
 		}
-		name, err := json.Marshal(k)
+		name, err := marshalJSON(k)
 		if err != nil {
 			return nil, err
 		}

@@ -169,6 +169,70 @@ func TestEveryEnvelopeRoundTrips(t *testing.T) {
 	}
 }
 
+// A payload with '<', '>' and '&' passes every envelope byte for byte: no
+// \u003c in a message or a run log.
+func TestPayloadBytesAreNotHTMLEscaped(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 9, 29, 17, 4, 12, 0, time.UTC)
+	const raw = `{"source":"universal","url":"https://example.com/p?q=<a href=\"x?a=1&b=2\">","context":[{"key":"x","value":"a>b"}]}`
+	payload := json.RawMessage(raw)
+	extra := messages.Extra{"x_html": json.RawMessage(`"<b>&amp;</b>"`)}
+	envs := []messages.Envelope{
+		&messages.Payload{Run: run, Doc: "0", Payload: payload, Extra: extra},
+		&messages.Submitted{Run: run, Doc: "0", APIJobID: "7000000000000000001", Payload: payload, SubmittedAt: at, Extra: extra},
+		&messages.Done{Run: run, Doc: "0", APIJobID: "7000000000000000001", Payload: payload, FinishedAt: at, Extra: extra},
+		&messages.StatusEvent{Run: run, Doc: "0", DataType: messages.DataPayload, Outcome: messages.HardFailure, State: runlog.Rejected,
+			Origin: messages.Actor{Type: "feeder", Name: "t"}, Reason: "bad <url> & more", Payload: payload, Time: at, Extra: extra},
+	}
+	for _, e := range envs {
+		m, err := messages.NewMsg(e, messages.Actor{Type: "test", Name: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := m.Data
+		if !strings.Contains(string(data), `"payload":`+raw) || !strings.Contains(string(data), `"x_html":"<b>&amp;</b>"`) ||
+			strings.Contains(string(data), `\u00`) || strings.HasSuffix(string(data), "\n") {
+			t.Fatalf("%T encoded as %s", e, data)
+		}
+		var got json.RawMessage
+		switch e.(type) {
+		case *messages.Payload:
+			var p *messages.Payload
+			p, err = messages.DecodePayload(m.Subject, data)
+			if p != nil {
+				got = p.Payload
+			}
+		case *messages.Submitted:
+			var s *messages.Submitted
+			s, err = messages.DecodeSubmitted(m.Subject, data)
+			if s != nil {
+				got = s.Payload
+			}
+		case *messages.Done:
+			var d *messages.Done
+			d, err = messages.DecodeDone(m.Subject, data)
+			if d != nil {
+				got = d.Payload
+			}
+		case *messages.StatusEvent:
+			var ev *messages.StatusEvent
+			ev, err = messages.DecodeStatusEvent(m.Subject, data)
+			if ev != nil {
+				got = ev.Payload
+				if ev.Reason != "bad <url> & more" || !strings.Contains(string(data), `"reason":"bad <url> & more"`) {
+					t.Fatalf("reason = %q in %s", ev.Reason, data)
+				}
+			}
+		}
+		if err != nil {
+			t.Fatalf("%T: %v (%s)", e, err, data)
+		}
+		if string(got) != raw {
+			t.Fatalf("%T payload after a round trip\n got %s\nwant %s", e, got, raw)
+		}
+	}
+}
+
 func TestDecodeErrorsSayWhatIsWrong(t *testing.T) {
 	t.Parallel()
 	subj := messages.PayloadSubject(run)

@@ -62,7 +62,7 @@ func (p *Poller) handle(ctx context.Context, m *stage.Msg) error {
 		}
 		if job.Status == wsa.JobFaulted {
 			p.met.checks.WithLabelValues(checkFaulted).Inc()
-			return p.faulted(m, s, upload)
+			return p.faulted(upload)
 		}
 		p.met.checks.WithLabelValues(checkDone).Inc()
 		return p.done(m, s, job, upload)
@@ -134,24 +134,10 @@ func (p *Poller) done(m *stage.Msg, s *messages.Submitted, job wsa.Job, upload *
 	})
 }
 
-// faulted records the job faulted. The run log's error is null for a faulted
-// job; it is never resubmitted here.
-func (p *Poller) faulted(m *stage.Msg, s *messages.Submitted, upload *runlog.Upload) error {
-	if upload == nil {
-		return stage.Hard(runlog.Faulted, "faulted", nil)
-	}
-	// The runtime's hard failure has no upload entry, so this one is
-	// recorded here, as the runtime would, and the message acked.
-	origin := m.Origin()
-	if origin == (messages.Actor{}) {
-		origin = messages.Actor{Type: "unknown"}
-	}
-	return m.Record(&messages.StatusEvent{
-		Run: s.Run, Doc: s.Doc, Attempt: s.Attempt,
-		DataType: p.worker.Settings().InputDataType, Outcome: messages.HardFailure, State: runlog.Faulted,
-		Origin: origin, Consumer: p.worker.Actor(), RetryCount: m.NumDelivered(),
-		Reason: "faulted", APIJobID: s.APIJobID, Payload: s.Payload, Upload: upload,
-	})
+// faulted records the job faulted, with its upload entry if it has one. The
+// run log's error is null for a faulted job; it is never resubmitted here.
+func (p *Poller) faulted(upload *runlog.Upload) error {
+	return &stage.HardError{State: runlog.Faulted, Reason: "faulted", Upload: upload}
 }
 
 // checkFailed decides what a failed status check means for the job.

@@ -10,7 +10,11 @@
 //
 //  1. The runtime fetches only as many messages as it has free slots
 //     (Config.MaxInFlight), so nothing waits in a client buffer while its
-//     AckWait runs out.
+//     AckWait runs out. A BatchHandler's messages are gathered across
+//     fetches into a group that goes to the handler when it holds
+//     Config.BatchSize messages or Config.BatchLinger after its first
+//     message, whichever comes first: under load the handler gets full
+//     batches, and a lone message waits no longer than BatchLinger.
 //
 //  2. A message delivered more than MaxDeliver times is dead-lettered
 //     without calling the handler: a hard-failure status event saying

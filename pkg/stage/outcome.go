@@ -78,7 +78,11 @@ type HardError struct {
 	// APIJobID overrides the job id read from the message, when the handler
 	// knows better.
 	APIJobID string
-	Cause    error
+	// Upload is the job's cloud-storage upload entry, when the API reported
+	// one (a faulted job whose results were still uploaded). It is carried
+	// into the failure event.
+	Upload *runlog.Upload
+	Cause  error
 }
 
 // Hard returns a *HardError: record a hard failure in state with reason and

@@ -105,6 +105,7 @@ func (w *Worker) decide(workCtx context.Context, m *Msg, err error) plan {
 		return plan{act: actTerm, event: ev, outcome: outcomeMalformed, reason: reason}
 	case errors.As(err, &hardErr):
 		ev := w.failureEvent(m, messages.HardFailure, hardErr.Reason, hardErr.Info, hardErr.State, hardErr.APIJobID)
+		ev.Upload = hardErr.Upload
 		return plan{act: actTerm, event: ev, outcome: outcomeHardFailure, reason: hardErr.Reason}
 	case errors.As(err, &waitErr):
 		return plan{act: actNak, delay: waitErr.Delay, outcome: outcomeWait}

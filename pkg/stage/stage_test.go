@@ -211,7 +211,7 @@ func TestAHardFailureIsRecordedRedactedAndTerminated(t *testing.T) {
 	ev := events[0]
 	if ev.Outcome != messages.HardFailure || ev.State != runlog.Rejected || ev.Doc != "7" || ev.DataType != messages.DataPayload ||
 		ev.Reason != "the API rejected the payload" || ev.Error == nil || *ev.Error.StatusCode != 400 || ev.Error.TraceID != "trace-1" ||
-		ev.Consumer != submitterActor || ev.Origin != feeder || ev.RetryCount != 1 {
+		ev.Consumer != submitterActor || ev.Origin != feeder || ev.RetryCount != 1 || ev.Upload != nil {
 		t.Fatalf("hard failure = %+v", ev)
 	}
 	if string(ev.Payload) != `{"source":"universal","storage_url":"https://redacted:redacted@host/bucket"}` {
@@ -223,6 +223,32 @@ func TestAHardFailureIsRecordedRedactedAndTerminated(t *testing.T) {
 	info := e.consumerInfo(s)
 	if info.NumAckPending != 0 || info.NumRedelivered != 0 || calls.Load() != 1 {
 		t.Fatalf("ack pending %d, redelivered %d, handler calls %d", info.NumAckPending, info.NumRedelivered, calls.Load())
+	}
+}
+
+func TestAHardFailureCarriesItsUploadEntryAndJobID(t *testing.T) {
+	t.Parallel()
+	s := fastSubmitter()
+	e := setup(t, s)
+	e.feed(0, 1)
+	upload := runlog.Upload{Code: 13000, Message: "Upload Successful"}
+	w, err := stage.New(e.config(s), stage.HandlerFunc(func(ctx context.Context, m *stage.Msg) error {
+		u := upload
+		return &stage.HardError{State: runlog.Faulted, Reason: "faulted", APIJobID: "7000000000000000001", Upload: &u}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start(w)
+	eventually(t, 10*time.Second, "the hard failure is counted", func() bool { return e.counter("submitter", "hard_failure") == 1 })
+	events := e.events()
+	if len(events) != 1 {
+		t.Fatalf("%d events, want 1", len(events))
+	}
+	ev := events[0]
+	if ev.Outcome != messages.HardFailure || ev.State != runlog.Faulted || ev.Reason != "faulted" || ev.Error != nil ||
+		ev.APIJobID != "7000000000000000001" || ev.Upload == nil || *ev.Upload != upload {
+		t.Fatalf("hard failure = %+v (upload %+v)", ev, ev.Upload)
 	}
 }
 

@@ -207,67 +207,79 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// fetchLoop pulls messages while fetchCtx lives.
+// fetchLoop pulls messages while fetchCtx lives. A plain handler's
+// messages are dispatched one by one as they come. A batch handler's are
+// gathered into a group that outlives single fetches (see group.go), so
+// under load the handler gets full batches even when slots free up a few at
+// a time.
 func (w *Worker) fetchLoop(fetchCtx, workCtx context.Context) {
+	g := &group{w: w, workCtx: workCtx}
+	defer g.flush() // what came while stopping is handled like the rest
 	for fetchCtx.Err() == nil {
 		cons := w.currentConsumer()
 		if cons == nil {
+			g.flush()
 			sleep(fetchCtx, w.cfg.FetchWait)
 			continue
 		}
+		// Wait for a free slot; a group that is filling goes out when its
+		// linger ends, whether or not slots free up.
 		select {
 		case w.slots <- struct{}{}:
+		case <-g.lingerC():
+			g.flush()
+			continue
 		case <-fetchCtx.Done():
 			return
 		}
-		n := 1
-	more:
-		for n < w.cfg.MaxInFlight {
-			select {
-			case w.slots <- struct{}{}:
-				n++
-			default:
-				break more
-			}
+		limit := w.cfg.MaxInFlight
+		if w.batch {
+			limit = g.room() // never more than the filling group can take
 		}
+		n := 1 + w.takeSlots(limit-1)
 		batch, err := cons.Fetch(n, jetstream.FetchMaxWait(w.cfg.FetchWait))
 		if err != nil {
 			w.releaseSlots(n)
 			w.log.Debug("fetch failed", zap.Error(err))
+			g.flush()
 			sleep(fetchCtx, w.cfg.FetchWait)
 			continue
 		}
-		got := w.collect(workCtx, batch)
+		got := w.collect(batch, g)
 		w.releaseSlots(n - got)
 		if err := batch.Error(); err != nil {
 			w.log.Debug("fetch ended with an error", zap.Error(err))
+			g.flush()
 			sleep(fetchCtx, w.cfg.FetchWait/4)
 		}
 	}
 }
 
-// collect dispatches the messages of one fetch and returns how many came.
-func (w *Worker) collect(workCtx context.Context, batch jetstream.MessageBatch) int {
-	got := 0
-	var group []*Msg
-	var linger *time.Timer
-	var lingerC <-chan time.Time
-	flush := func() {
-		if linger != nil {
-			linger.Stop()
-			linger, lingerC = nil, nil
-		}
-		if len(group) > 0 {
-			w.dispatch(workCtx, group, false)
-			group = nil
+// takeSlots takes up to n more free slots without waiting and returns how
+// many it took.
+func (w *Worker) takeSlots(n int) int {
+	took := 0
+	for took < n {
+		select {
+		case w.slots <- struct{}{}:
+			took++
+		default:
+			return took
 		}
 	}
+	return took
+}
+
+// collect dispatches the messages of one fetch (a batch handler's into g)
+// and returns how many came. g's linger may end, and g go out, meanwhile;
+// what g holds when the fetch ends stays in it for the next fetch.
+func (w *Worker) collect(batch jetstream.MessageBatch, g *group) int {
+	got := 0
 	msgs := batch.Messages()
 	for {
 		select {
 		case jm, ok := <-msgs:
 			if !ok {
-				flush()
 				return got
 			}
 			got++
@@ -276,21 +288,14 @@ func (w *Worker) collect(workCtx context.Context, batch jetstream.MessageBatch) 
 			m := w.receive(jm)
 			switch {
 			case w.cfg.Consumer.MaxDeliver > 0 && m.NumDelivered() > w.cfg.Consumer.MaxDeliver:
-				w.dispatch(workCtx, []*Msg{m}, true)
+				w.dispatch(g.workCtx, []*Msg{m}, true)
 			case !w.batch:
-				w.dispatch(workCtx, []*Msg{m}, false)
+				w.dispatch(g.workCtx, []*Msg{m}, false)
 			default:
-				group = append(group, m)
-				if len(group) >= w.cfg.BatchSize {
-					flush()
-				} else if linger == nil {
-					linger = time.NewTimer(w.cfg.BatchLinger)
-					lingerC = linger.C
-				}
+				g.add(m)
 			}
-		case <-lingerC:
-			linger, lingerC = nil, nil
-			flush()
+		case <-g.lingerC():
+			g.flush()
 		}
 	}
 }

@@ -109,9 +109,14 @@ func (c PacerConfig) validate() error {
 // limits. The API sends no Retry-After; it counts jobs in a window of about
 // one second and reports the budget in headers, so a Pacer:
 //
-//   - opens a window at the first answer, lasting Window, and refills the
-//     budget when it ends; the API's window opened earlier, when it received
-//     the first submission, so this one ends no sooner than the API's;
+//   - opens a window at the first answer to a submission charged in it,
+//     lasting Window, and refills the budget when it ends; the API's window
+//     opened earlier, when it received that submission, so this one ends no
+//     sooner than the API's. A late answer to a submission of an earlier
+//     window does not open one: the API counted that submission in its
+//     earlier window, and the submissions of this one may not have reached
+//     it yet, so a window opened then could end before the API's and send
+//     the next window's submissions into it;
 //   - charges each submission's Cost before it is sent (Wait), clamping a
 //     cost above the limit to the limit, so that it goes alone in a fresh
 //     window;
@@ -200,7 +205,8 @@ func (p *Pacer) Wait(ctx context.Context, cost Cost) (Ticket, error) {
 				deadline = p.windowStart.Add(p.cfg.Window)
 			case p.inFlight > 0:
 				// The API opened its window when it received the first of
-				// the submissions in flight; the first answer opens ours.
+				// the submissions in flight; the first answer to one charged
+				// in this window opens ours.
 				// Should none come (a caller that never calls Done), the
 				// window opens after MaxBackoff.
 				if p.stalledSince.IsZero() {
@@ -210,7 +216,12 @@ func (p *Pacer) Wait(ctx context.Context, cost Cost) (Ticket, error) {
 					p.open, p.windowStart = true, now
 					continue
 				}
-			default: // nothing in flight could have opened a window: open one now
+			default:
+				// Nothing in flight can open a window, and the budget is
+				// spent by submissions already answered (ones that may have
+				// counted, or late answers whose headers lowered it): open
+				// one now. The API received those submissions before their
+				// answers, so its window ends no later than this one.
 				p.open, p.windowStart = true, now
 				continue
 			}
@@ -249,7 +260,7 @@ func (p *Pacer) Done(t Ticket, rl RateLimit, err error) {
 	switch {
 	case err == nil:
 		p.strikes = 0
-		p.observe(now, rl)
+		p.observe(now, rl, t.window == p.window)
 	case errors.As(err, &ae) && ae.StatusCode == http.StatusTooManyRequests && !ae.IsDomainThrottle():
 		p.tooMany(now, rl, ae)
 	case !counted(err):
@@ -257,11 +268,11 @@ func (p *Pacer) Done(t Ticket, rl RateLimit, err error) {
 			p.refund(t.cost)
 		}
 		if rl.Known || rl.RenderKnown {
-			p.observe(now, rl)
+			p.observe(now, rl, t.window == p.window)
 		}
 	default: // it may have counted (5xx, read errors): keep the charge
 		if rl.Known || rl.RenderKnown {
-			p.observe(now, rl)
+			p.observe(now, rl, t.window == p.window)
 		}
 	}
 	p.broadcast()
@@ -343,8 +354,11 @@ func (p *Pacer) refund(c Cost) {
 	}
 }
 
-func (p *Pacer) observe(now time.Time, rl RateLimit) {
-	if !p.open {
+// observe follows an answer's rate-limit headers. opens says whether the
+// answer may open the window: only an answer to a submission charged in the
+// current window (or a 429, which pauses for a whole Window anyway).
+func (p *Pacer) observe(now time.Time, rl RateLimit, opens bool) {
+	if opens && !p.open {
 		p.open, p.windowStart, p.stalledSince = true, now, time.Time{}
 	}
 	if rl.Known {
@@ -371,7 +385,7 @@ func follow(limit, local, api int) int {
 }
 
 func (p *Pacer) tooMany(now time.Time, rl RateLimit, ae *APIError) {
-	p.observe(now, rl)
+	p.observe(now, rl, true)
 	if strings.Contains(ae.Message, "Render") {
 		p.renderRemaining = 0
 	} else {

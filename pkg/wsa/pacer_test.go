@@ -282,6 +282,34 @@ func TestPacerWaitsForTheFirstAnswerToOpenAWindow(t *testing.T) {
 	_ = lost
 }
 
+// A late answer to a submission of the previous window must not open the
+// next one: the API counted it in its previous window and opens the next at
+// the first submission of the next window it receives, which may be later.
+// A window opened by the late answer would end before the API's and send the
+// following window's submissions into the API's.
+func TestPacerALateAnswerFromTheLastWindowDoesNotOpenTheNext(t *testing.T) {
+	t.Parallel()
+	p, clock := newPacer(t, wsa.PacerConfig{Limit: 2})
+	first := mustWait(t, p, one)
+	late := mustWait(t, p, one)
+	p.Done(first, wsa.RateLimit{}, nil) // opens the first window
+	clock.Advance(time.Second)          // it ends; late's answer has not come
+	next := mustWait(t, p, one)         // the first submission of the second window
+	clock.Advance(100 * time.Millisecond)
+	p.Done(late, wsa.RateLimit{}, nil) // must not open the second window
+	clock.Advance(200 * time.Millisecond)
+	p.Done(next, wsa.RateLimit{}, nil) // opens it, 300ms into the refill
+	mustWait(t, p, one)                // spends what is left
+	third := waitAsync(context.Background(), p, one)
+	blocked(t, clock, third, 1)
+	clock.Advance(800 * time.Millisecond) // a window opened by the late answer would end here
+	blocked(t, clock, third, 1)
+	clock.Advance(200*time.Millisecond - time.Millisecond)
+	blocked(t, clock, third, 1)
+	clock.Advance(time.Millisecond) // one Window after the answer that opened it
+	released(t, third)
+}
+
 func TestPacerOpensAWindowAtOnceWithNothingInFlight(t *testing.T) {
 	t.Parallel()
 	p, clock := newPacer(t, wsa.PacerConfig{Limit: 1})
