@@ -1,0 +1,225 @@
+package runlog
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/redact"
+)
+
+// Record is what the ledger holds about one doc at one stage, reduced to
+// what the run log needs. (The ledger's own record type lives in
+// pkg/jobresults, which imports this package; callers convert.)
+type Record struct {
+	// Doc is the doc id: the payload's position as a decimal string, or an
+	// id that is not a position (an undecodable message's).
+	Doc string
+	// DataType is the stage of the record (payload, submitted, done,
+	// written, …).
+	DataType string
+	// Success is true when the stage's last outcome was a success.
+	Success bool
+	// HardFailure is the error text of a hard failure; "" when the record is
+	// not hard-failed.
+	HardFailure string
+	// State is the run-log state the hard failure implies ("" when unknown).
+	State State
+	// APIJobID is the job id, once any write carried one.
+	APIJobID string
+	// Payload is the (redacted) payload, once any write carried one.
+	Payload json.RawMessage
+	// Error is the structured error of the last outcome.
+	Error *ErrorInfo
+	// Upload is the cloud-storage upload entry, once any write carried one.
+	Upload *Upload
+	// Time is the time of the record's last write.
+	Time time.Time
+}
+
+// Messages of lines for docs that never reached a final outcome.
+const (
+	// MsgNoRecord is the error of a payload the ledger holds nothing about.
+	// It should not happen (the feeder records every payload it publishes);
+	// the line is written anyway, because a run log never drops a payload.
+	MsgNoRecord = "no record of this payload was found in the ledger"
+	// MsgUnresolved is the error of a payload that had not reached a final
+	// outcome when the run log was written.
+	MsgUnresolved = "the run ended before this payload reached a final outcome"
+)
+
+// StatusDataType is the data type under which the statusworker's runtime
+// records a status event it could not read (see pkg/messages DataStatus).
+// Such a record says a report about the doc was lost, not what became of the
+// doc, whose work goes on: it never resolves the doc. (Resolving it would
+// let a garbled report of a doc still in flight complete the run early, and
+// the run log would then call a payload that may yet be billed
+// "unsubmitted".)
+const StatusDataType = "status"
+
+// Stage names the derivation knows, in pipeline order. They mirror the
+// data types of pkg/messages (which imports this package).
+var pipelineOrder = map[string]int{"payload": 1, "submitted": 2, "done": 3, "written": 4}
+
+// Derive returns the run-log line of one doc from its ledger records (all of
+// one doc, at any stages) and whether the doc is resolved, that is final:
+//
+//   - a success at finalDataType is done, whatever else happened (the
+//     written file is proof), with the job id;
+//   - else a hard failure gives its State hint (rejected, unsubmitted,
+//     faulted, unfetched) with its structured error and job id; faulted has
+//     error null; a hard failure without a usable hint is unfetched when a
+//     job id is known, else unsubmitted; a hard failure without a structured
+//     error gets its error text as the message;
+//   - else the doc is unresolved: unfetched when a job id is known,
+//     otherwise unsubmitted, with the error MsgUnresolved (only a run log
+//     written before the run completed has such lines);
+//   - no records at all is unsubmitted with the error MsgNoRecord.
+//
+// When a doc has hard failures at several stages the one at the latest stage
+// of the pipeline wins (stages the derivation does not know rank below the
+// pipeline's), then the latest by time. A hard failure at StatusDataType
+// does not count. The payload is the one recorded at "payload", else any recorded
+// one, redacted again for safety.
+func Derive(finalDataType string, recs []Record) (line Line, resolved bool) {
+	if len(recs) == 0 {
+		return Line{State: Unsubmitted, Error: &ErrorInfo{Message: MsgNoRecord}}, false
+	}
+	line.Payload = pickPayload(recs)
+	line.Upload = pickUpload(recs, finalDataType)
+	anyID := pickJobID(recs, finalDataType)
+
+	for _, r := range recs {
+		if r.DataType == finalDataType && r.Success {
+			id := r.APIJobID
+			if id == "" {
+				id = anyID
+			}
+			line.State, line.ID = Done, idPtr(id)
+			return line, true
+		}
+	}
+
+	var hard *Record
+	for i := range recs {
+		r := &recs[i]
+		if r.HardFailure == "" || r.DataType == StatusDataType {
+			continue // a success, a soft failure, or a lost report: not final
+		}
+		if hard == nil || laterFailure(r, hard) {
+			hard = r
+		}
+	}
+	if hard == nil {
+		state := Unsubmitted
+		if anyID != "" {
+			state = Unfetched
+		}
+		line.State, line.ID = state, idPtr(anyID)
+		line.Error = &ErrorInfo{Message: MsgUnresolved}
+		return line, false
+	}
+
+	id := hard.APIJobID
+	state := hard.State
+	switch state {
+	case Faulted, Unfetched:
+		if id == "" {
+			id = anyID
+		}
+	case Rejected, Unsubmitted:
+	default:
+		if id == "" {
+			id = anyID
+		}
+		state = Unsubmitted
+		if id != "" {
+			state = Unfetched
+		}
+	}
+	line.State, line.ID = state, idPtr(id)
+	if state != Faulted {
+		if hard.Error != nil {
+			e := *hard.Error
+			e.Message = redact.String(e.Message)
+			line.Error = &e
+		} else {
+			line.Error = &ErrorInfo{Message: redact.String(hard.HardFailure)}
+		}
+	}
+	return line, true
+}
+
+// laterFailure reports whether hard failure a outranks b: a later pipeline
+// stage, then a later time.
+func laterFailure(a, b *Record) bool {
+	ra, rb := pipelineOrder[a.DataType], pipelineOrder[b.DataType]
+	if ra != rb {
+		return ra > rb
+	}
+	return a.Time.After(b.Time)
+}
+
+func pickPayload(recs []Record) json.RawMessage {
+	var other json.RawMessage
+	for _, r := range recs {
+		if len(r.Payload) == 0 {
+			continue
+		}
+		if r.DataType == "payload" {
+			return redact.Bytes(r.Payload)
+		}
+		if other == nil {
+			other = r.Payload
+		}
+	}
+	if other == nil {
+		return nil
+	}
+	return redact.Bytes(other)
+}
+
+// pickJobID returns the job id of the latest stage that knows one.
+func pickJobID(recs []Record, final string) string {
+	best, rank := "", -1
+	for _, r := range recs {
+		if r.APIJobID == "" {
+			continue
+		}
+		k := pipelineOrder[r.DataType]
+		if r.DataType == final {
+			k = 100
+		}
+		if k > rank {
+			best, rank = r.APIJobID, k
+		}
+	}
+	return best
+}
+
+// pickUpload returns the upload entry of the final stage, else of the latest
+// stage that has one.
+func pickUpload(recs []Record, final string) *Upload {
+	var best *Upload
+	rank := -1
+	for _, r := range recs {
+		if r.Upload == nil {
+			continue
+		}
+		k := pipelineOrder[r.DataType]
+		if r.DataType == final {
+			k = 100
+		}
+		if k > rank {
+			u := *r.Upload
+			best, rank = &u, k
+		}
+	}
+	return best
+}
+
+func idPtr(id string) *string {
+	if id == "" {
+		return nil
+	}
+	return &id
+}

@@ -1,0 +1,94 @@
+package statusworker
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the statusworker's own series (its stage runtime exports the
+// oxy_stage_* ones):
+//
+//	oxy_statusworker_events_total{result}          applied, stale, malformed
+//	oxy_statusworker_store_write_seconds           one ledger batch write (each attempt)
+//	oxy_statusworker_store_retries_total           ledger writes retried after a transient error
+//	oxy_statusworker_write_lag_seconds             event stored in the stream → applied to the ledger
+//	oxy_statusworker_run_docs{run,data_type,count} per open run and stage: total, succeeded, soft_failed, hard_failed
+//	oxy_statusworker_open_runs                     runs announced, ready or stopping
+//	oxy_statusworker_runs_total{result}            completed, failed (run log location unwritable)
+//	oxy_statusworker_run_log_errors_total          run-log writes that failed (retried later)
+type metrics struct {
+	events      *prometheus.CounterVec
+	writeTime   prometheus.Histogram
+	retries     prometheus.Counter
+	lag         prometheus.Histogram
+	runDocs     *prometheus.GaugeVec
+	openRuns    prometheus.Gauge
+	runs        *prometheus.CounterVec
+	runLogError prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oxy_statusworker_events_total",
+			Help: "Status events handled, by result: applied to the ledger, stale (an older or duplicate event), malformed.",
+		}, []string{"result"}),
+		writeTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "oxy_statusworker_store_write_seconds",
+			Help:    "Latency of one ledger batch write attempt.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oxy_statusworker_store_retries_total",
+			Help: "Ledger batch writes retried after a transient store error.",
+		}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "oxy_statusworker_write_lag_seconds",
+			Help:    "Time from a status event's storage in the stream to its write to the ledger.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
+		}),
+		runDocs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "oxy_statusworker_run_docs",
+			Help: "Ledger records of an open run by stage: total, succeeded, soft_failed, hard_failed.",
+		}, []string{"run", "data_type", "count"}),
+		openRuns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "oxy_statusworker_open_runs",
+			Help: "Runs announced, ready or stopping, as this replica sees them.",
+		}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oxy_statusworker_runs_total",
+			Help: "Runs this replica finished: completed (run log written, completion announced) or failed (run log location unwritable).",
+		}, []string{"result"}),
+		runLogError: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oxy_statusworker_run_log_errors_total",
+			Help: "Run-log writes that failed; the completion is retried by the next re-check.",
+		}),
+	}
+	if reg == nil {
+		return m
+	}
+	m.events = register(reg, m.events)
+	m.writeTime = register(reg, m.writeTime)
+	m.retries = register(reg, m.retries)
+	m.lag = register(reg, m.lag)
+	m.runDocs = register(reg, m.runDocs)
+	m.openRuns = register(reg, m.openRuns)
+	m.runs = register(reg, m.runs)
+	m.runLogError = register(reg, m.runLogError)
+	return m
+}
+
+// register registers c, or returns the collector already registered under
+// its name (two workers in one process sharing a registry).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+	}
+	return c
+}
