@@ -1,0 +1,245 @@
+package feeder
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/retry"
+)
+
+// inflight is a publish waiting for the broker's acknowledgement, and the
+// message to publish once it is stored (a payload's status event).
+type inflight struct {
+	msg  *nats.Msg
+	fut  jetstream.PubAckFuture
+	then *nats.Msg
+}
+
+// publisher publishes asynchronously with a bounded window, in two FIFO
+// queues: payload messages, and the status events that may only follow
+// their payload's acknowledgement.
+type publisher struct {
+	js       jetstream.JetStream
+	window   int
+	retryFor time.Duration
+	log      *zap.Logger
+	payloads []inflight
+	events   []inflight
+}
+
+func (f *Feeder) newPublisher() *publisher {
+	return &publisher{
+		js:       f.cfg.Topology.JetStream(),
+		window:   f.cfg.Window,
+		retryFor: f.cfg.PublishRetry,
+		log:      f.cfg.Logger,
+	}
+}
+
+// payload publishes a payload message; its status event (then, may be nil)
+// is published once the payload is stored.
+func (p *publisher) payload(ctx context.Context, msg, then *nats.Msg) error {
+	in, err := p.send(ctx, msg)
+	if err != nil {
+		return err
+	}
+	in.then = then
+	p.payloads = append(p.payloads, in)
+	for len(p.payloads) >= p.window {
+		if err := p.settlePayload(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// event publishes a status event.
+func (p *publisher) event(ctx context.Context, msg *nats.Msg) error {
+	in, err := p.send(ctx, msg)
+	if err != nil {
+		return err
+	}
+	p.events = append(p.events, in)
+	for len(p.events) >= p.window {
+		if err := p.settleEvent(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flush waits until everything published was stored.
+func (p *publisher) flush(ctx context.Context) error {
+	for len(p.payloads) > 0 {
+		if err := p.settlePayload(ctx); err != nil {
+			return err
+		}
+	}
+	for len(p.events) > 0 {
+		if err := p.settleEvent(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *publisher) send(ctx context.Context, msg *nats.Msg) (inflight, error) {
+	fut, err := p.js.PublishMsgAsync(msg)
+	if err != nil {
+		// The client refused to queue it (too many stalled publishes, a
+		// closed connection): publish it synchronously with retries.
+		if err := p.sync(ctx, msg); err != nil {
+			return inflight{}, err
+		}
+		return inflight{msg: msg}, nil
+	}
+	return inflight{msg: msg, fut: fut}, nil
+}
+
+func (p *publisher) settlePayload(ctx context.Context) error {
+	in := p.payloads[0]
+	p.payloads[0] = inflight{}
+	p.payloads = p.payloads[1:]
+	if err := p.await(ctx, in); err != nil {
+		return err
+	}
+	if in.then != nil {
+		return p.event(ctx, in.then)
+	}
+	return nil
+}
+
+func (p *publisher) settleEvent(ctx context.Context) error {
+	in := p.events[0]
+	p.events[0] = inflight{}
+	p.events = p.events[1:]
+	return p.await(ctx, in)
+}
+
+// await waits for one publish to be stored. A publish the broker refused,
+// or did not acknowledge within retryFor, is sent again synchronously:
+// payload messages carry a message id, so a copy that was stored after all is
+// dropped; a status event stored twice is harmless (see package messages).
+func (p *publisher) await(ctx context.Context, in inflight) error {
+	if in.fut == nil {
+		return nil
+	}
+	timer := time.NewTimer(p.retryFor)
+	defer timer.Stop()
+	select {
+	case <-in.fut.Ok():
+		return nil
+	case err := <-in.fut.Err():
+		p.log.Warn("publish failed; retrying", zap.String("subject", in.msg.Subject), zap.Error(err))
+	case <-timer.C:
+		p.log.Warn("publish not acknowledged; retrying", zap.String("subject", in.msg.Subject))
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return p.sync(ctx, in.msg)
+}
+
+func (p *publisher) sync(ctx context.Context, msg *nats.Msg) error {
+	err := retry.Do(ctx, retry.Policy{Initial: 100 * time.Millisecond, Max: 2 * time.Second, MaxElapsed: p.retryFor}, func(ctx context.Context) error {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := p.js.PublishMsg(pctx, msg)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("feeder: publish on %s: %w", msg.Subject, err)
+	}
+	return nil
+}
+
+// plan says, per doc, what feeding publishes.
+type plan struct {
+	// skipPayload and skipEvent are nil when everything is published.
+	skipPayload, skipEvent []bool
+}
+
+// FeedResult says what Feed or Resume published.
+type FeedResult struct {
+	// Payloads is how many payload messages were published.
+	Payloads int
+	// Events is how many payload status events were published.
+	Events int
+	// Skipped is how many docs needed nothing (already fed).
+	Skipped int
+}
+
+// Feed publishes every payload of src for run, in input order, each followed
+// (once stored) by its success status event at "payload". It returns when
+// everything was stored, or with the first publish that failed for good or
+// ctx's error; feeding again (or Resume) completes a feed that was cut short.
+//
+// Feed publishes every payload even when the run is stopping: the submitter
+// records them unsubmitted, so that the run completes with a full run log.
+func (f *Feeder) Feed(ctx context.Context, run string, src Source) (FeedResult, error) {
+	return f.feed(ctx, run, src, plan{})
+}
+
+func (f *Feeder) feed(ctx context.Context, run string, src Source, pl plan) (FeedResult, error) {
+	if err := messages.ValidateRunID(run); err != nil {
+		return FeedResult{}, fmt.Errorf("feeder: %w", err)
+	}
+	pub := f.newPublisher()
+	var res FeedResult
+	doc := 0
+	for p, err := range src.All() {
+		if err != nil {
+			return res, err
+		}
+		i := doc
+		doc++
+		skipPayload := pl.skipPayload != nil && pl.skipPayload[i]
+		skipEvent := pl.skipEvent != nil && pl.skipEvent[i]
+		if skipPayload && skipEvent {
+			res.Skipped++
+			continue
+		}
+		var event *nats.Msg
+		if !skipEvent {
+			ev := &messages.StatusEvent{
+				Run:      run,
+				Doc:      messages.DocID(i),
+				DataType: messages.DataPayload,
+				Outcome:  messages.Success,
+				Origin:   f.origin,
+				Payload:  p.Redacted(),
+				Time:     f.cfg.Now().UTC(),
+			}
+			m, err := messages.NewMsg(ev, f.origin)
+			if err != nil {
+				return res, fmt.Errorf("feeder: doc %d: %w", i, err)
+			}
+			event = m
+			res.Events++
+		}
+		if skipPayload {
+			if err := pub.event(ctx, event); err != nil {
+				return res, err
+			}
+			continue
+		}
+		m, err := messages.NewMsg(&messages.Payload{Run: run, Doc: messages.DocID(i), Payload: p.JSON()}, f.origin)
+		if err != nil {
+			return res, fmt.Errorf("feeder: doc %d: %w", i, err)
+		}
+		if err := pub.payload(ctx, m, event); err != nil {
+			return res, err
+		}
+		res.Payloads++
+	}
+	if err := pub.flush(ctx); err != nil {
+		return res, err
+	}
+	f.cfg.Logger.Info("payloads fed", zap.String("run", run), zap.Int("payloads", res.Payloads), zap.Int("events", res.Events), zap.Int("skipped", res.Skipped))
+	return res, nil
+}

@@ -1,0 +1,38 @@
+// Package progress follows a run from its status events and says how far it
+// has got, in the words of the origin client: the progress line
+// ("412/8,600 done, 3 faulted, 1,250 pending, 45.21s"), each finished job once,
+// and at the end the incomplete-run report and its error.
+//
+// # Why it reads the status stream
+//
+// Every stage records what it did to each doc as a status event on
+// oxy.status.<run>, and that stream keeps the events after the statusworker
+// has applied them to the ledger. Reading it from the start with an ordered
+// consumer gives a watcher the same facts the ledger has, in the same order,
+// whether the stages run inside this process or in a cluster far away, and
+// whether the watcher started with the run or after a restart (oxy run
+// --resume). The ledger itself is not needed: it may be a memory store in
+// another process.
+//
+// # A doc's life as the watcher sees it
+//
+//	(not fed) ─payload─▶ unsubmitted ─submitted─▶ pending ─done─▶ done ─written─▶ done, written   finished
+//	     │                   │                       │             │
+//	     └───────────────────┴───────────────────────┴─────────────┴─ hard failure ─▶ faulted | rejected | unsubmitted | unfetched   finished
+//
+// A success moves a doc forward only (an event that arrives late never moves
+// it back); a hard failure finishes it with the run-log state the stage chose;
+// a soft failure counts one retry. The first final outcome of a doc is the
+// one the watcher reports; each doc is finished once.
+//
+// When the statusworker marks the run completed (after writing the run log),
+// the watcher reads the status stream up to its last event and stops. The
+// final progress takes its outcome counts from the run's completion record,
+// so the last progress line always agrees with the run log.
+//
+// # Texts
+//
+// Progress.String, ReportLines and IncompleteRunError.Error produce the texts
+// of client-origin B2, B3 and B6 exactly; the CLI prints them and the Go API
+// returns them.
+package progress

@@ -1,0 +1,203 @@
+package progress
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/runlog"
+)
+
+// IncompleteRunError says a run ended with payloads that were rejected,
+// never submitted, or whose results were not fetched (client-origin B3).
+// Faulted jobs alone never make a run incomplete: the API ran them, and they
+// are reported, not raised.
+type IncompleteRunError struct {
+	// Rejections are the payloads the API or local validation refused, with
+	// the error (status code, message, trace id) in each Job's Error.
+	Rejections []Job
+	// Unsubmitted are the payloads that were never accepted, each with the
+	// reason in its Error.
+	Unsubmitted []Job
+	// Unfetched are the jobs whose results were not written; fetch them by
+	// ID at no cost.
+	Unfetched []Job
+	// Cause is what stopped the run, when it was stopped (see StoppedError).
+	Cause error
+}
+
+// NewIncompleteRunError builds the error from a run's problems (as
+// Tracker.Problems returns them) and its stop cause. It returns nil when
+// nothing was rejected, unsubmitted or unfetched and no cause left payloads
+// short of done; allDone says whether every payload ended done or faulted.
+func NewIncompleteRunError(problems []Job, cause error, allDone bool) *IncompleteRunError {
+	e := &IncompleteRunError{Cause: cause}
+	for _, j := range problems {
+		switch j.Status {
+		case runlog.Rejected:
+			e.Rejections = append(e.Rejections, j)
+		case runlog.Unsubmitted:
+			e.Unsubmitted = append(e.Unsubmitted, j)
+		case runlog.Unfetched:
+			e.Unfetched = append(e.Unfetched, j)
+		}
+	}
+	for _, s := range [][]Job{e.Rejections, e.Unsubmitted, e.Unfetched} {
+		slices.SortStableFunc(s, func(a, b Job) int { return cmp.Compare(a.Doc, b.Doc) })
+	}
+	if len(e.Rejections)+len(e.Unsubmitted)+len(e.Unfetched) == 0 && (cause == nil || allDone) {
+		return nil
+	}
+	return e
+}
+
+// Error returns the non-zero counts, e.g. "1 rejected, 2 unfetched", or
+// "the run stopped" when there are none but the run had a stop cause.
+func (e *IncompleteRunError) Error() string {
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		name string
+	}{
+		{len(e.Rejections), "rejected"},
+		{len(e.Unsubmitted), "unsubmitted"},
+		{len(e.Unfetched), "unfetched"},
+	} {
+		if c.n > 0 {
+			parts = append(parts, Thousands(c.n)+" "+c.name)
+		}
+	}
+	if len(parts) == 0 {
+		return "the run stopped"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Unwrap returns the stop cause.
+func (e *IncompleteRunError) Unwrap() error { return e.Cause }
+
+// UnfetchedIDs returns the ids of the unfetched jobs, in input order.
+func (e *IncompleteRunError) UnfetchedIDs() []string {
+	ids := make([]string, 0, len(e.Unfetched))
+	for _, j := range e.Unfetched {
+		ids = append(ids, j.ID)
+	}
+	return ids
+}
+
+// StoppedError is the cause of a run that was stopped before every payload
+// was submitted: by the user (the first Ctrl+C, Run.Stop) or by a stage.
+type StoppedError struct {
+	// Reason is the reason recorded with the stop in the runs bucket.
+	Reason string
+}
+
+// Error implements error.
+func (e *StoppedError) Error() string {
+	if e.Reason == "" {
+		return "the run was stopped"
+	}
+	return "the run was stopped: " + e.Reason
+}
+
+// ReportLines returns the lines of the incomplete-run report for a run's
+// problems (client-origin B6), in input order: one line per faulted,
+// rejected or unfetched job, then one line per distinct reason for the
+// unsubmitted payloads:
+//
+//	Stopped checking job 7500000000000000001, because the API returned 404 Not Found: universal https://…
+//	Job 7500000000000000002 faulted: universal https://…
+//	Rejected universal https://…: 400 <message>
+//	Stopped submitting, because the run was stopped; 6,935 payloads stay unsubmitted
+func ReportLines(problems []Job) []string {
+	sorted := slices.Clone(problems)
+	slices.SortStableFunc(sorted, func(a, b Job) int { return cmp.Compare(a.Doc, b.Doc) })
+	var lines []string
+	type group struct {
+		cause string
+		n     int
+	}
+	var groups []*group
+	byCause := map[string]*group{}
+	for _, j := range sorted {
+		switch j.Status {
+		case runlog.Faulted:
+			lines = append(lines, fmt.Sprintf("Job %s faulted: %s", j.ID, j.Describe()))
+		case runlog.Rejected:
+			lines = append(lines, fmt.Sprintf("Rejected %s: %s", j.Describe(), errorText(j)))
+		case runlog.Unfetched:
+			verb := "Stopped checking"
+			if j.Stage == messages.DataDone {
+				verb = "Could not write"
+			}
+			lines = append(lines, fmt.Sprintf("%s job %s, because %s: %s", verb, j.ID, because(j), j.Describe()))
+		case runlog.Unsubmitted:
+			c := because(j)
+			g := byCause[c]
+			if g == nil {
+				g = &group{cause: c}
+				byCause[c] = g
+				groups = append(groups, g)
+			}
+			g.n++
+		}
+	}
+	for _, g := range groups {
+		stay := "payloads stay"
+		if g.n == 1 {
+			stay = "payload stays"
+		}
+		lines = append(lines, fmt.Sprintf("Stopped submitting, because %s; %s %s unsubmitted", g.cause, Thousands(g.n), stay))
+	}
+	return lines
+}
+
+// WriteReport writes the incomplete-run report: the problem lines, then,
+// when err is not nil, an empty line and err's text (the counts), as the
+// seed shows it. It writes nothing when there are neither problems nor err.
+func WriteReport(w io.Writer, problems []Job, err error) error {
+	var b strings.Builder
+	for _, l := range ReportLines(problems) {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	if err != nil {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(err.Error())
+		b.WriteByte('\n')
+	}
+	_, werr := io.WriteString(w, b.String())
+	return werr
+}
+
+// because says why a payload failed, for "…, because <this>": "the API
+// returned 404 Not Found" for an API answer, else the recorded message.
+func because(j Job) string {
+	if j.Error != nil && j.Error.StatusCode != nil {
+		return "the API returned " + j.Error.String()
+	}
+	if j.Error != nil && j.Error.Message != "" {
+		return j.Error.Message
+	}
+	if j.Reason != "" {
+		return j.Reason
+	}
+	return "of an unknown error"
+}
+
+func errorText(j Job) string {
+	if j.Error != nil {
+		if s := j.Error.String(); s != "" {
+			return s
+		}
+	}
+	if j.Reason != "" {
+		return j.Reason
+	}
+	return "no reason given"
+}
