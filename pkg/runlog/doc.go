@@ -6,4 +6,19 @@
 // with the origin client (see the seed "Destinations and run logs"): every line
 // has exactly the keys state, id, payload, error and upload, so a recovery tool
 // written against one works against the other.
+//
+// The package has three parts:
+//
+//   - the line types (Line, State, ErrorInfo, Upload);
+//   - derivation: Derive turns the ledger records of one doc into its line
+//     (a success at the final data type is done; otherwise the hard failure's
+//     state hint; a doc with no outcome is never dropped), and Walk/Build go
+//     over a whole run in input order;
+//   - input and output: Writer and Save stream lines to a folder or an
+//     object-store URL without holding the run in memory and without
+//     HTML-escaping payload bytes; Reader parses a run log back, naming the
+//     line of any error, for `oxy recover`.
+//
+// runlog does not import the ledger (pkg/jobresults imports runlog's types),
+// so the statusworker converts ledger records into runlog.Record.
 package runlog
