@@ -69,7 +69,9 @@ type Config struct {
 	// it below the runtime's DrainTimeout. Default 20s.
 	SubmitTimeout time.Duration
 	// KVTimeout bounds one operation on the claims or runs bucket.
-	// Default 5s.
+	// Default 5s. SubmitTimeout + 3×KVTimeout (claim, request, answer) must
+	// stay below the consumer's HandlerTimeout: the rest of a handler call
+	// is what a payload may wait for the rate budget.
 	KVTimeout time.Duration
 	// ClaimStaleAfter is the age after which a claim without a job id is
 	// taken to belong to a submitter that died inside its request (outcome
@@ -163,10 +165,11 @@ func (c Config) validate() error {
 	if err := c.Consumer.Validate(); err != nil {
 		return fmt.Errorf("submitter: %w", err)
 	}
-	// A handler call must have time to wait for the pacer, send one request
-	// and record its answer (mark or release the claim) before its deadline.
-	if need := c.SubmitTimeout + 2*c.KVTimeout; need >= c.Consumer.HandlerTimeout {
-		return fmt.Errorf("submitter: SubmitTimeout %v + 2×KVTimeout %v leaves no time to pace within HandlerTimeout %v",
+	// A handler call must have time to wait for the pacer, then claim the
+	// docs, send one request and record its answer (mark or release the
+	// claim) before its deadline.
+	if need := afterAdmission(c.SubmitTimeout, c.KVTimeout); need >= c.Consumer.HandlerTimeout {
+		return fmt.Errorf("submitter: SubmitTimeout %v + 3×KVTimeout %v leaves no time to pace within HandlerTimeout %v",
 			c.SubmitTimeout, c.KVTimeout, c.Consumer.HandlerTimeout)
 	}
 	// A claim younger than a live handler call may still be worked on; one

@@ -16,23 +16,33 @@
 //     — unless its claim shows a job already exists, which then goes on.
 //  3. Validate it locally (payload.Validate): a failure is rejected, with
 //     no status code, at no cost.
-//  4. Claim the doc in the claims bucket (a compare-and-set create) before
-//     any request. A claim that already holds a job id means the job exists:
-//     its Submitted is published again (same message id, so the broker drops
-//     a copy it already has) and nothing is sent. A claim without a job id
-//     younger than ClaimStaleAfter belongs to a submitter that may be inside
-//     its request right now: the message waits (NakWithDelay, no record).
-//     An older one was left by a submitter that died inside its request: the
-//     payload is recorded unsubmitted with an "outcome unknown, may have
-//     billed" error and is never resubmitted automatically. (A deliberate
-//     re-drive with a higher Attempt may take such a claim over.)
-//  5. Submit: payloads that differ only in url, query or prompt go as one
-//     batch, sized for the rate limit; the rest singly. A source the API
-//     says takes no batches is remembered and its payloads are sent singly
-//     (their claims are kept: the batch created no job for them). Every
-//     request waits for the rate budget (wsa.Pacer, shared by the process).
-//  6. Record the answer (see Answers below).
-//  7. A retryable failure on the message's last allowed delivery is recorded
+//  4. A redelivery (or a re-drive) first looks at the doc's claim, so
+//     that a doc whose job exists or whose claim another submitter holds
+//     is settled (as in step 7) without queueing for the rate budget.
+//  5. Plan the requests: payloads that differ only in url, query or prompt
+//     go as one batch, sized for the rate limit; the rest singly. A source
+//     the API says takes no batches is remembered and its payloads are
+//     sent singly.
+//  6. Wait for the request's rate budget (wsa.Pacer, shared by the
+//     process). A payload waiting here holds no claim.
+//  7. Once admitted, claim the docs of the request in the claims bucket (a
+//     compare-and-set create). A claim that already holds a job id means
+//     the job exists: its Submitted is published again (same message id,
+//     so the broker drops a copy it already has) and the payload is not
+//     sent. A claim without a job id younger than ClaimStaleAfter belongs
+//     to a submitter that may be inside its request right now: the message
+//     waits (NakWithDelay, no record). An older one was left by a
+//     submitter that died inside its request: the payload is recorded
+//     unsubmitted with an "outcome unknown, may have billed" error and is
+//     never resubmitted automatically. (A deliberate re-drive with a
+//     higher Attempt may take such a claim over.) A request left with no
+//     payload gives its budget back to the pacer; a batch left with fewer
+//     goes with those (one alone goes singly).
+//  8. Send the request, and record the answer (see Answers below). The
+//     payloads of a batch refused whole, or refused as not batchable, have
+//     their claims released and go singly through steps 6 to 8 again (the
+//     batch created no job for them).
+//  9. A retryable failure on the message's last allowed delivery is recorded
 //     unsubmitted with the last error, and its claim is released.
 //
 // # Answers
@@ -53,15 +63,21 @@
 //
 // # Crash points
 //
-// The submitter may die anywhere; the next delivery of the message (after
-// AckWait) finds the state it left and does the right thing:
+// A payload holds a claim only from the moment the pacer admits its request
+// until the answer is recorded; while it waits for the rate budget it holds
+// none. The submitter may die anywhere; the next delivery of the message
+// (after AckWait) finds the state it left and does the right thing:
 //
-//   - before the claim: nothing happened; the payload is claimed and sent.
-//   - after the claim, before the request: the claim is "claimed" without a
-//     job id. The redelivery waits until the claim is ClaimStaleAfter old and
-//     then records "outcome unknown" — no request was sent, but nothing can
-//     tell this point from the next one, and a second bill is worse than a
-//     payload to re-drive by hand.
+//   - before its request was admitted (still waiting for the rate budget,
+//     however long): nothing happened; the payload is claimed and sent
+//     when its turn comes. This is where a rate-limited run keeps most of
+//     its payloads, so a kill costs them nothing.
+//   - after the claim, before the request is sent (a few bucket round
+//     trips): the claim is "claimed" without a job id. The redelivery
+//     waits until the claim is ClaimStaleAfter old and then records
+//     "outcome unknown" — no request was sent, but nothing can tell this
+//     point from the next one, and a second bill is worse than a payload
+//     to re-drive by hand.
 //   - inside the request: the same state, and here the API may indeed have
 //     created (and billed) the job: "outcome unknown, may have billed",
 //     never resubmitted.
@@ -73,10 +89,16 @@
 //   - after publishing, before the ack: the same; the republished Submitted
 //     has the same message id and the broker drops it, the repeated success
 //     event is harmless (the ledger keeps the newest).
+//   - after a refused batch released its claims, before a payload is sent
+//     singly: as before admission; nothing was created.
+//
+// So a kill leaves "outcome unknown" only the docs of the requests admitted
+// and not yet answered at that moment (the requests in flight), never
+// those still waiting for the rate budget.
 //
 // A SIGTERM is not a crash: requests in flight are not cancelled (their
-// answers are recorded), payloads not yet sent are given back with their
-// claims released.
+// answers are recorded), payloads still waiting for the rate budget are
+// given back at once, unclaimed.
 //
 // # Metrics
 //

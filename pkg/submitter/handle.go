@@ -98,8 +98,10 @@ func uniqueDocs(items []*item) (round, rest []*item) {
 	return round, rest
 }
 
-// round handles payloads of distinct docs: run state, validation and claim
-// for each, then the API requests for those claimed.
+// round handles payloads of distinct docs: run state and validation for
+// each, then the API requests for those that may be submitted. A doc is
+// claimed only inside its request's turn, once the pacer has admitted it
+// (see send), so that a payload waiting for the rate budget holds no claim.
 func (s *Submitter) round(ctx context.Context, items []*item) {
 	views := make(map[string]runView)
 	viewErrs := make(map[string]error)
@@ -119,18 +121,18 @@ func (s *Submitter) round(ctx context.Context, items []*item) {
 		views[run] = v
 	}
 
-	claimed := make([]bool, len(items))
+	ok := make([]bool, len(items))
 	forEach(len(items), s.cfg.Concurrency, func(i int) {
 		it := items[i]
-		if err, ok := viewErrs[it.env.Run]; ok {
+		if err, found := viewErrs[it.env.Run]; found {
 			it.res = s.retry(it, 0, "could not read the run's state: "+err.Error(), nil, err)
 			return
 		}
-		claimed[i] = s.prepare(ctx, it, views[it.env.Run])
+		ok[i] = s.prepare(ctx, it, views[it.env.Run])
 	})
 	var ready []*item
-	for i, ok := range claimed {
-		if ok {
+	for i, submit := range ok {
+		if submit {
 			ready = append(ready, items[i])
 		}
 	}
@@ -139,8 +141,8 @@ func (s *Submitter) round(ctx context.Context, items []*item) {
 }
 
 // prepare decides what to do with one payload before any request: it
-// returns true when the doc is claimed and should be submitted, and
-// otherwise settles the item.
+// returns true when the payload should be submitted (its doc is claimed
+// later, once its request is admitted), and otherwise settles the item.
 func (s *Submitter) prepare(ctx context.Context, it *item, run runView) bool {
 	if run.stopped() {
 		s.runStopped(ctx, it, run)
@@ -156,6 +158,33 @@ func (s *Submitter) prepare(ctx context.Context, it *item, run runView) bool {
 		it.res = stage.Hard(runlog.Rejected, fmt.Sprintf("Rejected %s: %s", it.what(), msg), &runlog.ErrorInfo{Message: msg})
 		return false
 	}
+	return s.precheck(ctx, it)
+}
+
+// precheck looks at the claim of a payload that may have one (a
+// redelivery, or a re-drive with a higher Attempt) before it queues for the
+// rate budget: a doc whose job exists, whose claim another submitter holds
+// or whose outcome is unknown is settled at once rather than after a wait
+// for budget it does not need. It returns true when the payload should go
+// on to be submitted. The claim taken after admission decides in the end;
+// this look only saves waits, so a failed read lets the payload go on.
+func (s *Submitter) precheck(ctx context.Context, it *item) bool {
+	if it.m.NumDelivered() <= 1 && it.env.Attempt == 0 {
+		return true // a first delivery: a claim is rare (a duplicate publish), and the claim decides
+	}
+	kctx, cancel := s.kvContext(ctx)
+	ref, err := s.claims.Get(kctx, it.env.Run, it.env.Doc)
+	cancel()
+	if err != nil || ref.Claim.State == messages.ClaimReleased {
+		return true
+	}
+	return s.claimHeld(it, *ref, true)
+}
+
+// claim claims the doc of an admitted payload. It returns false when the
+// payload is not to be sent after all, having settled it: its claim shows a
+// job, another submitter holds it, or the claim could not be taken.
+func (s *Submitter) claim(ctx context.Context, it *item) bool {
 	ref, err := s.acquire(ctx, it)
 	var held *topology.ClaimHeldError
 	switch {
@@ -163,7 +192,10 @@ func (s *Submitter) prepare(ctx context.Context, it *item, run runView) bool {
 		it.claim = ref
 		return true
 	case errors.As(err, &held):
-		return s.claimHeld(ctx, it, held.Held, true)
+		if s.claimHeld(it, held.Held, true) {
+			return s.takeOver(ctx, it, held.Held)
+		}
+		return false
 	default:
 		it.res = s.retry(it, 0, "could not claim the payload: "+err.Error(), nil, err)
 		return false
@@ -183,7 +215,7 @@ func (s *Submitter) runStopped(ctx context.Context, it *item, run runView) {
 		it.res = s.retry(it, 0, "could not read the payload's claim: "+err.Error(), nil, err)
 		return
 	case ref.Claim.State != messages.ClaimReleased:
-		s.claimHeld(ctx, it, *ref, false)
+		s.claimHeld(it, *ref, false)
 		return
 	}
 	s.met.count(outUnsubmitted)
@@ -191,10 +223,11 @@ func (s *Submitter) runStopped(ctx context.Context, it *item, run runView) {
 	it.res = stage.Hard(runlog.Unsubmitted, msg, &runlog.ErrorInfo{Message: msg})
 }
 
-// claimHeld decides about a doc whose claim another delivery holds or left.
-// It returns true only when it took the claim over for a deliberate
-// re-drive (maySubmit false forbids that).
-func (s *Submitter) claimHeld(ctx context.Context, it *item, ref topology.ClaimRef, maySubmit bool) bool {
+// claimHeld decides about a doc whose claim another delivery holds or left,
+// and settles the item — except for a deliberate re-drive (a higher
+// Attempt over a stale claim without a job id), for which it returns true:
+// the caller may take the claim over (maySubmit false forbids that).
+func (s *Submitter) claimHeld(it *item, ref topology.ClaimRef, maySubmit bool) bool {
 	c := ref.Claim
 	switch c.State {
 	case messages.ClaimSubmitted:
@@ -214,7 +247,7 @@ func (s *Submitter) claimHeld(ctx context.Context, it *item, ref topology.ClaimR
 			return false
 		}
 		if maySubmit && c.Attempt < it.env.Attempt {
-			return s.takeOver(ctx, it, ref)
+			return true
 		}
 		s.met.count(outUnknown)
 		msg := unknownOutcome(c)

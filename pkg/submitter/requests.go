@@ -106,25 +106,40 @@ func (s *Submitter) singleOnly(source string) bool {
 	return ok
 }
 
-// send makes one request and settles its payloads.
+// send makes one request and settles its payloads. The order is what
+// keeps a crash cheap: wait for the rate budget, then claim the docs, then
+// send. A payload waiting for the budget holds no claim, so a submitter
+// killed while its payloads wait leaves nothing behind for them; only the
+// docs of a request admitted and claimed can be left claimed without a job
+// id.
 func (s *Submitter) send(ctx context.Context, r *request) {
-	if r.batch {
-		s.sendBatch(ctx, r.items)
-		return
-	}
-	s.sendSingle(ctx, r.items[0])
-}
-
-// sendSingles sends each payload on its own.
-func (s *Submitter) sendSingles(ctx context.Context, items []*item) {
-	forEach(len(items), s.cfg.Concurrency, func(i int) { s.sendSingle(ctx, items[i]) })
-}
-
-func (s *Submitter) sendSingle(ctx context.Context, it *item) {
-	t, ok := s.admit(ctx, []*item{it})
+	t, items, ok := s.admit(ctx, r.items)
 	if !ok {
 		return
 	}
+	if !r.batch || len(items) == 1 {
+		// (A batch whose other payloads turned out to be taken goes alone.)
+		s.submitSingle(ctx, t, items[0])
+		return
+	}
+	s.submitBatch(ctx, t, items)
+}
+
+// sendSingles sends each payload of a batch refused (wholly or for these
+// payloads) on its own. The batch created no job for them; their claims
+// are released first, so that each waits for its own turn of the rate
+// budget without a claim, like any payload, and is claimed again when
+// admitted.
+func (s *Submitter) sendSingles(ctx context.Context, items []*item, reason string) {
+	forEach(len(items), s.cfg.Concurrency, func(i int) {
+		it := items[i]
+		s.release(ctx, it, reason)
+		s.send(ctx, &request{items: []*item{it}})
+	})
+}
+
+// submitSingle submits one admitted and claimed payload.
+func (s *Submitter) submitSingle(ctx context.Context, t wsa.Ticket, it *item) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SubmitTimeout)
 	start := time.Now()
 	job, rl, err := s.client.Submit(pctx, it.p)
@@ -138,11 +153,8 @@ func (s *Submitter) sendSingle(ctx context.Context, it *item) {
 	s.accepted(ctx, it, job.ID)
 }
 
-func (s *Submitter) sendBatch(ctx context.Context, items []*item) {
-	t, ok := s.admit(ctx, items)
-	if !ok {
-		return
-	}
+// submitBatch submits admitted and claimed payloads as one batch.
+func (s *Submitter) submitBatch(ctx context.Context, t wsa.Ticket, items []*item) {
 	ps := make([]payload.Payload, len(items))
 	for i, it := range items {
 		ps[i] = it.p
@@ -162,7 +174,7 @@ func (s *Submitter) sendBatch(ctx context.Context, items []*item) {
 			// refusal cost nothing, so each payload gets its own verdict.
 			s.log.Info("batch refused whole; submitting its payloads one by one",
 				zap.String("source", src), zap.Int("payloads", len(items)), zap.String("error", redact.String(err.Error())))
-			s.sendSingles(ctx, items)
+			s.sendSingles(ctx, items, "batch refused whole: to be sent singly")
 			return
 		case wsa.Retry, wsa.Canceled:
 			if wsa.MayHaveCreatedJob(err) && s.willRetry(items[0]) {
@@ -187,7 +199,7 @@ func (s *Submitter) sendBatch(ctx context.Context, items []*item) {
 		case bi.Err == nil:
 			s.accepted(ctx, it, bi.Job.ID)
 		case errors.As(bi.Err, &ae) && notBatchable.MatchString(ae.Message):
-			// No job was created for it: keep the claim and send it alone.
+			// No job was created for it: send it alone.
 			if _, known := s.noBatch.LoadOrStore(it.src, true); !known {
 				s.log.Info("source takes no batches; submitting its payloads one by one from now on", zap.String("source", it.src))
 			}
@@ -197,15 +209,20 @@ func (s *Submitter) sendBatch(ctx context.Context, items []*item) {
 		}
 	}
 	if len(alone) > 0 {
-		s.sendSingles(ctx, alone)
+		s.sendSingles(ctx, alone, "source takes no batches: to be sent singly")
 	}
 }
 
-// admit checks that the payloads may still be submitted, then waits for the
-// rate budget. When it returns false it has settled every item.
-func (s *Submitter) admit(ctx context.Context, items []*item) (wsa.Ticket, bool) {
-	if !s.mayStart(ctx, items) {
-		return wsa.Ticket{}, false
+// admit checks that the payloads may still be submitted, waits for the
+// rate budget, then claims their docs. It returns the ticket and the
+// payloads claimed (in their order), or false when none is to be sent; it
+// has then settled every item and handed the ticket back. Payloads whose
+// claim shows another delivery (a job, a holder, a lost answer) are
+// settled and left out; the ticket's cost stays what it was for the whole
+// request, which only errs on the slow side.
+func (s *Submitter) admit(ctx context.Context, items []*item) (wsa.Ticket, []*item, bool) {
+	if !s.mayStart(items) {
+		return wsa.Ticket{}, nil, false
 	}
 	ps := make([]payload.Payload, len(items))
 	for i, it := range items {
@@ -222,31 +239,42 @@ func (s *Submitter) admit(ctx context.Context, items []*item) (wsa.Ticket, bool)
 	s.met.pacerWait.Observe(time.Since(start).Seconds())
 	if err != nil {
 		// Out of time for this handler call (a long 429 pause) or stopping:
-		// give the payloads back untouched.
+		// give the payloads back untouched; they hold no claim yet.
 		delay := s.cfg.RateLimitedRetry
 		if s.stopping != nil && s.stopping.Err() != nil {
 			delay = 0 // draining: let another replica have it now
 		}
 		for _, it := range items {
-			s.release(ctx, it, "not sent: "+err.Error())
 			s.met.count(outWait)
 			it.res = stage.Wait(delay)
 		}
-		return wsa.Ticket{}, false
+		return wsa.Ticket{}, nil, false
 	}
-	if !s.mayStart(ctx, items) { // stopped while waiting
+	if !s.mayStart(items) { // stopped while waiting
 		s.pacer.Done(t, wsa.RateLimit{}, errNotSent)
-		return wsa.Ticket{}, false
+		return wsa.Ticket{}, nil, false
 	}
-	return t, true
+	ok := make([]bool, len(items))
+	forEach(len(items), s.cfg.Concurrency, func(i int) { ok[i] = s.claim(ctx, items[i]) })
+	var claimed []*item
+	for i, it := range items {
+		if ok[i] {
+			claimed = append(claimed, it)
+		}
+	}
+	if len(claimed) == 0 {
+		s.pacer.Done(t, wsa.RateLimit{}, errNotSent)
+		return wsa.Ticket{}, nil, false
+	}
+	return t, claimed, true
 }
 
 // mayStart settles the items and returns false when their run was stopped
-// by this process (an earlier 401/403) or the worker is draining.
-func (s *Submitter) mayStart(ctx context.Context, items []*item) bool {
+// by this process (an earlier 401/403) or the worker is draining. The items
+// hold no claim yet.
+func (s *Submitter) mayStart(items []*item) bool {
 	if st, _ := s.worker.State(); st == stage.StateDraining || st == stage.StateStopped {
 		for _, it := range items {
-			s.release(ctx, it, "not sent: the submitter is stopping")
 			it.res = stage.Wait(0)
 		}
 		return false
@@ -256,7 +284,6 @@ func (s *Submitter) mayStart(ctx context.Context, items []*item) bool {
 		return true
 	}
 	for _, it := range items {
-		s.release(ctx, it, "not sent: the run was stopped")
 		s.met.count(outUnsubmitted)
 		msg := run.why()
 		it.res = stage.Hard(runlog.Unsubmitted, msg, &runlog.ErrorInfo{Message: msg})
@@ -264,16 +291,20 @@ func (s *Submitter) mayStart(ctx context.Context, items []*item) bool {
 	return false
 }
 
-// waitContext bounds a wait for the rate budget so that the request and the
-// recording of its answer still fit in the handler call's deadline. The
-// caller also ends it when the submitter starts draining.
+// waitContext bounds a wait for the rate budget so that the claim, the
+// request and the recording of its answer still fit in the handler call's
+// deadline. The caller also ends it when the submitter starts draining.
 func (s *Submitter) waitContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		return context.WithCancel(ctx)
 	}
-	return context.WithDeadline(ctx, deadline.Add(-s.cfg.SubmitTimeout-2*s.cfg.KVTimeout))
+	return context.WithDeadline(ctx, deadline.Add(-afterAdmission(s.cfg.SubmitTimeout, s.cfg.KVTimeout)))
 }
+
+// afterAdmission is the time a request needs once the pacer admitted it:
+// claim its docs, send it, and record the answer under the claims.
+func afterAdmission(submit, kv time.Duration) time.Duration { return submit + 3*kv }
 
 func (s *Submitter) observe(endpoint string, values int, start time.Time, err error) {
 	s.met.latency.WithLabelValues(endpoint).Observe(time.Since(start).Seconds())

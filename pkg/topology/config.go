@@ -34,6 +34,15 @@ type Config struct {
 	DuplicateWindow time.Duration
 	// MaxMsgSize caps one message in bytes (0: the server's max payload).
 	MaxMsgSize int32
+
+	// CreateOnly makes Ensure, EnsureAll and Topology.EnsureConsumer create
+	// what is missing and use what exists as it is, never updating it: the
+	// settings above apply only to streams, buckets and consumers created
+	// now. It is the mode of a client of a deployed pipeline (a feeder on
+	// an external NATS), which must not rewrite the replicas, retention or
+	// max ages the workers or the operators set. Workers leave it false, so
+	// that a configuration change rolls out with them.
+	CreateOnly bool
 }
 
 // DefaultStatusMaxAge and the other defaults of [Config].

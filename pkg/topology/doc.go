@@ -7,6 +7,11 @@
 // and are safe to run from many replicas at once: there is no "setup" job
 // to run first, and a configuration change rolls out with the workers.
 //
+// A client of a deployed pipeline (oxy run with an external NATS) sets
+// [Config.CreateOnly] instead: it creates what is missing and uses what
+// exists as it is, so that its default one-replica settings never rewrite
+// a cluster's three-replica streams, nor max ages an operator set.
+//
 // # Streams
 //
 //	stream         subjects             retention   max age (default)

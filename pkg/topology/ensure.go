@@ -88,6 +88,9 @@ func ConsumerConfig(s ConsumerSettings) jetstream.ConsumerConfig {
 // A change the server cannot apply in place (a stream's retention, its
 // storage type) fails with the server's error; such a change needs the
 // stream to be migrated by hand.
+//
+// With cfg.CreateOnly, existing streams and buckets are used as they are
+// and only missing ones are created.
 func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
@@ -95,6 +98,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 	}
 	for _, sc := range StreamConfigs(cfg) {
 		if err := retryRace(ctx, func() error {
+			if cfg.CreateOnly {
+				return createStreamIfMissing(ctx, js, sc)
+			}
 			_, err := js.CreateOrUpdateStream(ctx, sc)
 			return err
 		}); err != nil {
@@ -104,7 +110,13 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 	var kvs [2]jetstream.KeyValue
 	for i, kc := range KeyValueConfigs(cfg) {
 		if err := retryRace(ctx, func() error {
-			kv, err := js.CreateOrUpdateKeyValue(ctx, kc)
+			var kv jetstream.KeyValue
+			var err error
+			if cfg.CreateOnly {
+				kv, err = createBucketIfMissing(ctx, js, kc)
+			} else {
+				kv, err = js.CreateOrUpdateKeyValue(ctx, kc)
+			}
 			kvs[i] = kv
 			return err
 		}); err != nil {
@@ -114,14 +126,62 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 	return &Topology{js: js, cfg: cfg, claims: &Claims{kv: kvs[0]}, runs: &Runs{kv: kvs[1]}}, nil
 }
 
+// createStreamIfMissing creates the stream unless it exists; an existing
+// one is left as it is, whatever its configuration.
+func createStreamIfMissing(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) error {
+	_, err := js.Stream(ctx, sc.Name)
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return err // nil: it exists
+	}
+	_, err = js.CreateStream(ctx, sc)
+	return err // a lost creation race is retried, and then finds it
+}
+
+// createBucketIfMissing opens the bucket, creating it when it is missing;
+// an existing one is left as it is.
+func createBucketIfMissing(ctx context.Context, js jetstream.JetStream, kc jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, kc.Bucket)
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return kv, err
+	}
+	return js.CreateKeyValue(ctx, kc)
+}
+
+// createConsumerIfMissing returns the durable consumer of s, creating it
+// when it is missing; an existing one is left as it is.
+func createConsumerIfMissing(ctx context.Context, js jetstream.JetStream, s ConsumerSettings) (jetstream.Consumer, error) {
+	c, err := js.Consumer(ctx, s.Stream, string(s.Stage))
+	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return c, err
+	}
+	return js.CreateConsumer(ctx, s.Stream, ConsumerConfig(s))
+}
+
 // EnsureConsumer creates or updates a stage's durable consumer and returns
-// it. Idempotent and safe to race.
+// it. Idempotent and safe to race. With the topology's Config.CreateOnly an
+// existing consumer is returned as it is, and only a missing one created.
 func (t *Topology) EnsureConsumer(ctx context.Context, s ConsumerSettings) (jetstream.Consumer, error) {
-	return EnsureConsumer(ctx, t.js, s)
+	if !t.cfg.CreateOnly {
+		return EnsureConsumer(ctx, t.js, s)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	var c jetstream.Consumer
+	err := retryRace(ctx, func() error {
+		var err error
+		c, err = createConsumerIfMissing(ctx, t.js, s)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("topology: consumer %s on %s: %w", s.Stage, s.Stream, err)
+	}
+	return c, nil
 }
 
 // EnsureConsumer is [Topology.EnsureConsumer] for callers that only have a
-// JetStream handle (the stream must exist).
+// JetStream handle (the stream must exist). It always updates a consumer
+// whose configuration differs.
 func EnsureConsumer(ctx context.Context, js jetstream.JetStream, s ConsumerSettings) (jetstream.Consumer, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -140,7 +200,8 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, s ConsumerSetti
 
 // EnsureAll is Ensure plus every stage's consumer with its default
 // settings, for the one-process shape and tests. overrides replace the
-// defaults of the stages they name.
+// defaults of the stages they name. cfg.CreateOnly applies to the
+// consumers too.
 func EnsureAll(ctx context.Context, js jetstream.JetStream, cfg Config, overrides ...ConsumerSettings) (*Topology, error) {
 	t, err := Ensure(ctx, js, cfg)
 	if err != nil {
@@ -166,7 +227,9 @@ func EnsureAll(ctx context.Context, js jetstream.JetStream, cfg Config, override
 // JetStream returns the handle the topology was ensured with.
 func (t *Topology) JetStream() jetstream.JetStream { return t.js }
 
-// Config returns the configuration with defaults applied.
+// Config returns the configuration Ensure was given, with defaults applied.
+// With CreateOnly, streams and buckets that existed keep their own
+// settings, which may differ from it.
 func (t *Topology) Config() Config { return t.cfg }
 
 // Claims returns the claims bucket.
@@ -194,7 +257,8 @@ func retryRace(ctx context.Context, op func() error) error {
 }
 
 func lostRace(err error) bool {
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) || errors.Is(err, jetstream.ErrBucketExists) ||
+		errors.Is(err, jetstream.ErrConsumerExists) {
 		return true
 	}
 	var apiErr *jetstream.APIError

@@ -143,6 +143,106 @@ func TestEnsureAppliesAChangedConfig(t *testing.T) {
 	}
 }
 
+func TestCreateOnlyLeavesWhatExistsAsItIsAndCreatesWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, js := setup(t)
+	// The deployed workers' (or the operators') settings.
+	submitter, _ := topology.DefaultConsumer(topology.Submitter)
+	submitter.AckWait = 90 * time.Second
+	deployed := topology.Config{StatusMaxAge: time.Hour, RunsMaxAge: 2 * time.Hour, ClaimsMaxAge: 3 * time.Hour, DuplicateWindow: time.Minute}
+	if _, err := topology.EnsureAll(ctx, js, deployed, submitter); err != nil {
+		t.Fatal(err)
+	}
+	// Someone removed the done stream (and the writer consumer with it)
+	// and the runs bucket.
+	if err := js.DeleteStream(ctx, topology.StreamDone); err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteKeyValue(ctx, topology.BucketRuns); err != nil {
+		t.Fatal(err)
+	}
+
+	// A feeder with its own idea of the settings.
+	feeder := topology.Config{CreateOnly: true, StatusMaxAge: 48 * time.Hour, RunsMaxAge: 5 * time.Hour,
+		ClaimsMaxAge: 24 * time.Hour, DuplicateWindow: 30 * time.Second, WorkMaxAge: time.Hour}
+	topo, err := topology.EnsureAll(ctx, js, feeder)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("existing streams, buckets and consumers are unchanged", func(t *testing.T) {
+		if cfg := streamInfo(t, js, topology.StreamStatus).Config; cfg.MaxAge != time.Hour || cfg.Duplicates != time.Minute {
+			t.Errorf("status stream: max age %v, duplicates %v; want 1h and 1m", cfg.MaxAge, cfg.Duplicates)
+		}
+		if cfg := streamInfo(t, js, topology.StreamPayloads).Config; cfg.MaxAge != 0 || cfg.Duplicates != time.Minute {
+			t.Errorf("payload stream: max age %v, duplicates %v; want none and 1m", cfg.MaxAge, cfg.Duplicates)
+		}
+		claims, err := js.KeyValue(ctx, topology.BucketClaims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := claims.Status(ctx); err != nil || st.TTL() != 3*time.Hour {
+			t.Errorf("claims bucket: %v, %v; want a 3h TTL", ttl(st), err)
+		}
+		c, err := js.Consumer(ctx, topology.StreamPayloads, string(topology.Submitter))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.CachedInfo().Config.AckWait; got != 90*time.Second {
+			t.Errorf("submitter consumer AckWait %v, want 90s", got)
+		}
+	})
+	t.Run("missing ones are created with the given settings", func(t *testing.T) {
+		if cfg := streamInfo(t, js, topology.StreamDone).Config; cfg.MaxAge != time.Hour || cfg.Duplicates != 30*time.Second ||
+			cfg.Retention != jetstream.WorkQueuePolicy {
+			t.Errorf("done stream: %+v", cfg)
+		}
+		runs, err := js.KeyValue(ctx, topology.BucketRuns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := runs.Status(ctx); err != nil || st.TTL() != 5*time.Hour {
+			t.Errorf("runs bucket: %v, %v; want a 5h TTL", ttl(st), err)
+		}
+		if _, err := js.Consumer(ctx, topology.StreamDone, string(topology.Writer)); err != nil {
+			t.Errorf("writer consumer: %v", err)
+		}
+	})
+	t.Run("the buckets work through the returned topology", func(t *testing.T) {
+		if _, err := topo.Claims().Acquire(ctx, run, "0", 0, "feeder", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := topo.Claims().Get(ctx, run, "0"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("replicas the server could not even apply are not touched", func(t *testing.T) {
+		// A production feeder configured for 3 replicas, or a worker left
+		// at 1 against a 3-replica cluster: here the one-node server shows
+		// that CreateOnly does not try to change them, where Ensure does.
+		if _, err := topology.EnsureAll(ctx, js, topology.Config{CreateOnly: true, Replicas: 3}); err != nil {
+			t.Fatalf("CreateOnly with other replicas: %v", err)
+		}
+		for _, name := range []string{topology.StreamRuns, topology.StreamPayloads, topology.StreamStatus} {
+			if r := streamInfo(t, js, name).Config.Replicas; r != 1 {
+				t.Errorf("%s: %d replicas", name, r)
+			}
+		}
+		if _, err := topology.Ensure(ctx, js, topology.Config{Replicas: 3}); err == nil {
+			t.Error("Ensure changed the replicas of a one-node server's streams without an error")
+		}
+	})
+}
+
+// ttl is a bucket's TTL, or 0 without a status.
+func ttl(st jetstream.KeyValueStatus) time.Duration {
+	if st == nil {
+		return 0
+	}
+	return st.TTL()
+}
+
 func TestConfigAndSettingsAreValidated(t *testing.T) {
 	t.Parallel()
 	_, js := setup(t)
