@@ -1,0 +1,111 @@
+package oxy
+
+import (
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/oxypipe/oxypipe/pkg/destination"
+	"github.com/oxypipe/oxypipe/pkg/emulator"
+	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/local"
+	"github.com/oxypipe/oxypipe/pkg/topology"
+	"github.com/oxypipe/oxypipe/pkg/wsa"
+)
+
+var (
+	// ErrNoCredentials: the API username or password is missing (and the
+	// client does not use the sandbox).
+	ErrNoCredentials = errors.New("oxy: the API username and password are required (OXY_WSA_USERNAME, OXY_WSA_PASSWORD), or use the sandbox")
+	// ErrNoDestination: Options.Destination is empty.
+	ErrNoDestination = errors.New("oxy: a destination is required")
+	// ErrClosed: the client was closed.
+	ErrClosed = errors.New("oxy: client closed")
+)
+
+// Config configures a Client.
+type Config struct {
+	// Username and Password are the Web Scraper API credentials. Required
+	// unless Sandbox is set. With NATSURL they are used by Get only: the
+	// deployed workers hold their own.
+	Username string
+	Password string
+	// BaseURL is the API's base URL. Default wsa.DefaultBaseURL.
+	BaseURL string
+
+	// Sandbox runs the in-process pipeline against the built-in API
+	// emulator; credentials and BaseURL are ignored.
+	Sandbox bool
+	// Emulator configures the sandbox (default: 1 s jobs, 50 jobs per
+	// second; see local.Config.Emulator).
+	Emulator emulator.Config
+
+	// NATSURL is an external NATS server of a deployed pipeline: the client
+	// then feeds and watches runs, and the workers do the stages. Empty: the
+	// pipeline runs in this process.
+	NATSURL string
+	// NATSOptions are extra options for the external connection
+	// (credentials, TLS); see package natsconn for the usual ones.
+	NATSOptions []nats.Option
+	// Conn is an existing connection to an external NATS, instead of
+	// NATSURL (the CLI connects with package natsconn). The client does not
+	// close it.
+	Conn *nats.Conn
+	// Topology is what the client creates on an external NATS when streams,
+	// buckets or consumers are missing (the workers normally created them).
+	// Existing ones are used as they are, never updated: the client always
+	// ensures with CreateOnly, so that its settings cannot rewrite the
+	// replicas or max ages of a deployed pipeline. Default: one replica,
+	// file storage.
+	Topology topology.Config
+
+	// StateDir keeps the in-process broker's files, so that a run killed
+	// outright can be resumed (Resume) by a client on the same directory.
+	// Empty: a temporary directory removed by Close.
+	StateDir string
+	// Ledger is the in-process statusworker's ledger. Default: memory.
+	Ledger jobresults.Ledger
+	// Local adjusts the in-process pipeline's configuration (stage tuning)
+	// after the client filled it in.
+	Local func(*local.Config)
+
+	// Destinations configures how destinations and run-log locations are
+	// opened (object-store endpoints, credentials). Default: the
+	// environment's AWS_*, GOOGLE_* and AZURE_* settings.
+	Destinations destination.Config
+	// ReadyTimeout is how long Execute waits for a statusworker to accept a
+	// run. Default feeder.DefaultReadyTimeout (30s).
+	ReadyTimeout time.Duration
+	// Instance names this client in what it publishes. Default: the host
+	// name.
+	Instance string
+	// Logger receives the client's and the in-process stages' logs.
+	// Default: none.
+	Logger *zap.Logger
+}
+
+// WithDefaults returns c with every unset field filled in.
+func (c Config) WithDefaults() Config {
+	if c.BaseURL == "" {
+		c.BaseURL = wsa.DefaultBaseURL
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if !c.Sandbox && (c.Username == "" || c.Password == "") {
+		return ErrNoCredentials
+	}
+	if c.Sandbox && c.external() {
+		return errors.New("oxy: Sandbox runs the pipeline in this process; it cannot be combined with NATSURL")
+	}
+	return nil
+}
+
+// external reports whether the stages run elsewhere.
+func (c Config) external() bool { return c.NATSURL != "" || c.Conn != nil }

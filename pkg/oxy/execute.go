@@ -1,0 +1,212 @@
+package oxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/destination"
+	"github.com/oxypipe/oxypipe/pkg/feeder"
+	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/payload"
+	"github.com/oxypipe/oxypipe/pkg/progress"
+	"github.com/oxypipe/oxypipe/pkg/redact"
+	"github.com/oxypipe/oxypipe/pkg/topology"
+)
+
+// Options configures one run.
+type Options struct {
+	// Destination is where each done job is written as "<job id>.json": a
+	// local folder (created), or an s3://, gs:// or az:// URL. Required.
+	Destination string
+	// RunLog is where the run log "<run id>.jsonl" is written (same forms as
+	// Destination). Empty: no run log.
+	RunLog string
+	// Run is the run's id. Empty: the UTC start time (see
+	// messages.NewRunID).
+	Run string
+	// Buffer is how many finished jobs wait for the caller before the run
+	// stops reading its events (progress then stands still until the caller
+	// reads on; the pipeline itself goes on). Default progress.DefaultBuffer.
+	Buffer int
+}
+
+func (o Options) validate() error {
+	if strings.TrimSpace(o.Destination) == "" {
+		return ErrNoDestination
+	}
+	return nil
+}
+
+// Execute runs payloads through the pipeline and returns the run at once;
+// its jobs arrive as they finish. Everything that can fail before billing
+// fails here, with nothing sent to the API (see the package documentation).
+//
+// ctx bounds the whole run as this process sees it: cancelling it abandons
+// feeding and watching (the second Ctrl+C). Use Run.Stop for a graceful stop.
+func (c *Client) Execute(ctx context.Context, payloads []payload.Payload, opts Options) (*Run, error) {
+	src := feeder.Slice(payloads)
+	if err := src.Check(0); err != nil {
+		return nil, err
+	}
+	return c.ExecuteSource(ctx, src, opts)
+}
+
+// ExecuteSource is Execute for payloads that are not in memory, such as a
+// feeder.Spool read from a JSONL file (feeder.ReadJSONL checks every line).
+func (c *Client) ExecuteSource(ctx context.Context, src feeder.Source, opts Options) (*Run, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	topo, f, err := c.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	warnings, err := c.probe(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	id, err := f.Announce(ctx, src, feeder.Announcement{
+		Run:         opts.Run,
+		Destination: opts.Destination,
+		RunLog:      opts.RunLog,
+		StartedAt:   time.Now(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.watch(ctx, topo, f, id, opts.Buffer, warnings)
+	if err != nil {
+		return nil, err
+	}
+	r.startFeeding(func(ctx context.Context) (feeder.FeedResult, error) {
+		return f.Feed(ctx, id, src)
+	})
+	return r, nil
+}
+
+// Resume resumes a run whose feeding process was killed: with the same state
+// directory (in-process) or the same NATS, it feeds what the pipeline does
+// not have yet from src (the run's payloads, in order) and watches the run to
+// its end. Work already done is not redone and nothing bills twice (see
+// package feeder). A run that already completed is only watched (src may be
+// nil then): its jobs and report come back as for a live run.
+//
+// To resume without the input file, keep the input yourself: read it with
+// feeder.ReadJSONL into the state directory, MoveTo a path named by the run
+// id (Options.Run fixes the id before anything is fed), and reopen it with
+// feeder.OpenSpool for the resume. (The CLI does this.)
+func (c *Client) Resume(ctx context.Context, run string, src feeder.Source, opts Options) (*Run, error) {
+	topo, f, err := c.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := topo.Runs().Get(ctx, run)
+	if err != nil {
+		return nil, fmt.Errorf("oxy: resume run %s: %w", run, err)
+	}
+	rec := ref.Record
+	switch rec.State {
+	case messages.RunStateFailed:
+		return nil, &feeder.RunFailedError{Run: run, Reason: rec.Reason}
+	case messages.RunStateCompleted:
+		return c.Watch(ctx, run, opts)
+	}
+	if src == nil {
+		return nil, fmt.Errorf("oxy: resume run %s: the run's payloads are required: %w", run, feeder.ErrInputMismatch)
+	}
+	if src.Len() != rec.Announced.Total {
+		return nil, fmt.Errorf("oxy: resume run %s: %w: %d payloads given, the run has %d", run, feeder.ErrInputMismatch, src.Len(), rec.Announced.Total)
+	}
+	r, err := c.watch(ctx, topo, f, run, opts.Buffer, c.locationWarnings(rec.Announced.Destination, rec.Announced.RunLog))
+	if err != nil {
+		return nil, err
+	}
+	r.startFeeding(func(ctx context.Context) (feeder.FeedResult, error) {
+		res, err := f.Resume(ctx, run, src)
+		if errors.Is(err, feeder.ErrRunCompleted) {
+			return res, nil // it completed meanwhile: the watcher sees it
+		}
+		return res, err
+	})
+	return r, nil
+}
+
+// Watch follows a run without feeding it: one fed by another process, or
+// one that completed (its jobs and report come back as for a live run).
+func (c *Client) Watch(ctx context.Context, run string, opts Options) (*Run, error) {
+	topo, f, err := c.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.watch(ctx, topo, f, run, opts.Buffer, nil)
+	if err != nil {
+		return nil, err
+	}
+	r.noFeeding()
+	return r, nil
+}
+
+func (c *Client) watch(ctx context.Context, topo *topology.Topology, f *feeder.Feeder, run string, buffer int, warnings []string) (*Run, error) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	w, err := progress.Watch(rctx, progress.Config{Topology: topo, Run: run, Buffer: buffer})
+	if err != nil {
+		cancel(err)
+		return nil, err
+	}
+	r := newRun(rctx, f, w, cancel, warnings)
+	c.mu.Lock()
+	cl := c.cluster
+	c.mu.Unlock()
+	if cl != nil {
+		go func() {
+			select {
+			case err := <-cl.Failed():
+				cancel(err)
+			case <-w.Done():
+			}
+		}()
+	}
+	return r, nil
+}
+
+// probe checks the destination before anything bills. A local folder is
+// probed only when the stages run in this process: with an external NATS it
+// is the writers' folder, which this machine cannot see.
+func (c *Client) probe(ctx context.Context, opts Options) ([]string, error) {
+	warnings := c.locationWarnings(opts.Destination, opts.RunLog)
+	if c.cfg.external() && isLocal(opts.Destination) {
+		return warnings, nil
+	}
+	dests := c.cfg.Destinations
+	d, err := destination.Open(ctx, opts.Destination, func(cfg *destination.Config) { *cfg = dests })
+	if err != nil {
+		return nil, fmt.Errorf("oxy: destination: %w", err)
+	}
+	defer func() { _ = d.Close() }() // probed only: nothing to flush
+	if err := d.Probe(ctx); err != nil {
+		return nil, fmt.Errorf("oxy: destination: %w", err)
+	}
+	return warnings, nil
+}
+
+func (c *Client) locationWarnings(dest, runLog string) []string {
+	if !c.cfg.external() {
+		return nil
+	}
+	var w []string
+	if isLocal(dest) {
+		w = append(w, fmt.Sprintf("the destination %s is a local folder: the writers write it on their own filesystem, not this machine's", redact.String(dest)))
+	}
+	if runLog != "" && isLocal(runLog) {
+		w = append(w, fmt.Sprintf("the run log folder %s is local: the statusworker writes it on its own filesystem, not this machine's", redact.String(runLog)))
+	}
+	return w
+}
+
+// isLocal reports whether a location names a local folder.
+func isLocal(loc string) bool {
+	return !strings.Contains(loc, "://") || strings.HasPrefix(loc, "file://")
+}

@@ -1,0 +1,65 @@
+package oxy_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/oxypipe/oxypipe/pkg/natsserver/natstest"
+	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/topology"
+)
+
+// A client on an external NATS uses the deployed topology as it is: its
+// own (default) settings would otherwise rewrite what the workers or the
+// operators set, such as a cluster's replicas or the status stream's max
+// age. What is missing it creates.
+func TestAnExternalClientDoesNotRewriteTheDeployedTopology(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t, 30*time.Second)
+	_, nc := natstest.Start(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployed := topology.Config{StatusMaxAge: time.Hour, RunsMaxAge: 2 * time.Hour, DuplicateWindow: time.Minute}
+	if _, err := topology.Ensure(ctx, js, deployed); err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, topology.StreamDone); err != nil {
+		t.Fatal(err)
+	}
+
+	c, err := oxy.NewClient(oxy.Config{Username: "user", Password: "pass", Conn: nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	info := func(name string) jetstream.StreamConfig {
+		t.Helper()
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i.Config
+	}
+	if cfg := info(topology.StreamStatus); cfg.MaxAge != time.Hour || cfg.Duplicates != time.Minute {
+		t.Errorf("status stream: max age %v, duplicates %v; want the deployed 1h and 1m", cfg.MaxAge, cfg.Duplicates)
+	}
+	if cfg := info(topology.StreamRuns); cfg.MaxAge != 2*time.Hour {
+		t.Errorf("runs stream: max age %v; want the deployed 2h", cfg.MaxAge)
+	}
+	if cfg := info(topology.StreamDone); cfg.Duplicates != topology.DefaultDuplicateWindow {
+		t.Errorf("the missing done stream was created with duplicates %v, want the client's default", cfg.Duplicates)
+	}
+}
