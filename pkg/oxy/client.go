@@ -41,7 +41,7 @@ func NewClient(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg}
-	if !cfg.Sandbox {
+	if !cfg.Sandbox && cfg.Username != "" && cfg.Password != "" {
 		api, err := wsa.New(wsa.Config{BaseURL: cfg.BaseURL, Username: cfg.Username, Password: cfg.Password})
 		if err != nil {
 			return nil, fmt.Errorf("oxy: %w", err)
@@ -157,11 +157,19 @@ func (c *Client) apiClient(ctx context.Context) (*wsa.Client, error) {
 	if api != nil {
 		return api, nil
 	}
+	if !c.cfg.Sandbox {
+		// Only the sandbox's client comes from the backend; an external
+		// pipeline's workers hold their own credentials.
+		return nil, ErrNoCredentials
+	}
 	if _, _, err := c.backend(ctx); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.api == nil {
+		return nil, ErrNoCredentials
+	}
 	return c.api, nil
 }
 

@@ -98,7 +98,9 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	if !c.Sandbox && (c.Username == "" || c.Password == "") {
+	// With an external NATS the deployed workers hold the credentials;
+	// only Get needs them here, and it says so when they are missing.
+	if !c.Sandbox && !c.external() && (c.Username == "" || c.Password == "") {
 		return ErrNoCredentials
 	}
 	if c.Sandbox && c.external() {

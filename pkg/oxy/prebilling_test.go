@@ -31,6 +31,16 @@ func TestNothingBillsWhenARunCannotStart(t *testing.T) {
 			t.Errorf("NewClient = %v", err)
 		}
 	})
+	t.Run("an external pipeline needs no local credentials, except to Get", func(t *testing.T) {
+		ext, err := oxy.NewClient(oxy.Config{NATSURL: "nats://127.0.0.1:1"})
+		if err != nil {
+			t.Fatalf("NewClient without credentials for an external NATS = %v, want nil", err)
+		}
+		defer func() { _ = ext.Close(ctx) }()
+		if _, err := ext.Get(ctx, "7500000000000000001"); !errors.Is(err, oxy.ErrNoCredentials) {
+			t.Errorf("Get without credentials = %v, want ErrNoCredentials", err)
+		}
+	})
 	t.Run("no destination", func(t *testing.T) {
 		if _, err := c.Execute(ctx, products(1, 1), oxy.Options{}); !errors.Is(err, oxy.ErrNoDestination) {
 			t.Errorf("Execute = %v", err)

@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sync/atomic"
+	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/emulator"
+)
+
+// A rules file scripts the emulator from the command line (`oxy sandbox
+// --rules FILE`, `oxy run --sandbox-rules FILE`): which payloads fault, stay
+// pending, get a 404 on their status check, are rejected, and which endpoints
+// fail. It is the JSON form of emulator.Rule and emulator.Fault:
+//
+//	{
+//	  "rules": [
+//	    {"pattern": "products/1$", "outcome": {"status_failure": {"status": 404, "message": "Not Found"}}},
+//	    {"pattern": "products/2$", "outcome": {"fault": true}},
+//	    {"source": "universal", "outcome": {"job_time": "500ms"}}
+//	  ],
+//	  "faults": [{"on": ["submit"], "status": 503, "times": 2}],
+//	  "job_time": "1s"
+//	}
+//
+// The optional top-level settings job_time, time_scale, seed, fault_rate,
+// error_rate and drop_rate are those of the `oxy sandbox` flags of the same
+// names, so that `oxy run --sandbox` can be scripted with one file. Unknown
+// keys are errors, so that a typo does not silently script nothing.
+type rulesFile struct {
+	Rules     []ruleJSON  `json:"rules"`
+	Faults    []faultJSON `json:"faults"`
+	JobTime   *duration   `json:"job_time"`
+	TimeScale *float64    `json:"time_scale"`
+	Seed      *int64      `json:"seed"`
+	FaultRate *float64    `json:"fault_rate"`
+	ErrorRate *float64    `json:"error_rate"`
+	DropRate  *float64    `json:"drop_rate"`
+}
+
+// ruleJSON is an emulator.Rule: every condition that is set must hold.
+type ruleJSON struct {
+	// Source limits the rule to one source.
+	Source string `json:"source"`
+	// Pattern is a regular expression the input value (url, query, …) must
+	// match.
+	Pattern string `json:"pattern"`
+	// Times, when positive, applies the rule to the first Times submissions
+	// it matches only (a payload that faults once, then is done when
+	// resubmitted); 0 applies it to every one.
+	Times   int64       `json:"times"`
+	Outcome outcomeJSON `json:"outcome"`
+}
+
+// outcomeJSON is an emulator.Outcome.
+type outcomeJSON struct {
+	Reject           *rejectionJSON `json:"reject"`
+	Throttle         bool           `json:"throttle"`
+	SubmitFailure    *failureJSON   `json:"submit_failure"`
+	Fault            bool           `json:"fault"`
+	FaultStatusCode  int            `json:"fault_status_code"`
+	Done             bool           `json:"done"`
+	StayPending      bool           `json:"stay_pending"`
+	JobTime          duration       `json:"job_time"`
+	StatusFailure    *failureJSON   `json:"status_failure"`
+	ResultsFailure   *failureJSON   `json:"results_failure"`
+	TargetStatusCode int            `json:"target_status_code"`
+	ParseStatusCode  int            `json:"parse_status_code"`
+	Content          string         `json:"content"`
+	ContentSize      int            `json:"content_size"`
+	UploadCode       int            `json:"upload_code"`
+	UploadDelay      duration       `json:"upload_delay"`
+	ResultsTTL       duration       `json:"results_ttl"`
+}
+
+// rejectionJSON is an emulator.Rejection.
+type rejectionJSON struct {
+	Status  int      `json:"status"`
+	Message string   `json:"message"`
+	Errors  []string `json:"errors"`
+}
+
+// failureJSON is an emulator.Failure.
+type failureJSON struct {
+	Status      int    `json:"status"`
+	Message     string `json:"message"`
+	Drop        bool   `json:"drop"`
+	Times       int    `json:"times"`
+	AfterCreate bool   `json:"after_create"`
+}
+
+// faultJSON is an emulator.Fault: the failure's keys sit next to "on" and
+// "probability".
+type faultJSON struct {
+	On []string `json:"on"`
+	failureJSON
+	Probability float64 `json:"probability"`
+}
+
+// duration is a time.Duration written as a Go duration string ("1.5s").
+type duration time.Duration
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string such as \"1.5s\", not %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = duration(v)
+	return nil
+}
+
+// loadRules reads a rules file into cfg: its rules and faults go after
+// those cfg has, its settings replace cfg's.
+func loadRules(path string, cfg *emulator.Config) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("rules file: %w", err)
+	}
+	if err := parseRules(data, cfg); err != nil {
+		return fmt.Errorf("rules file %s: %w", path, err)
+	}
+	return nil
+}
+
+// parseRules maps the JSON form onto cfg.
+func parseRules(data []byte, cfg *emulator.Config) error {
+	var f rulesFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("more than one JSON value")
+	}
+	for i, r := range f.Rules {
+		rule := emulator.Rule{Source: r.Source, Outcome: r.Outcome.outcome()}
+		if r.Pattern != "" {
+			re, err := regexp.Compile(r.Pattern)
+			if err != nil {
+				return fmt.Errorf("rules[%d].pattern: %w", i, err)
+			}
+			rule.Pattern = re
+		}
+		if r.Times < 0 {
+			return fmt.Errorf("rules[%d].times must not be negative", i)
+		}
+		if r.Times > 0 {
+			rule.Match = firstN(r.Times)
+		}
+		cfg.Rules = append(cfg.Rules, rule)
+	}
+	for _, ft := range f.Faults {
+		fault := emulator.Fault{Failure: ft.failure(), Probability: ft.Probability}
+		for _, on := range ft.On {
+			fault.On = append(fault.On, emulator.Endpoint(on))
+		}
+		cfg.Faults = append(cfg.Faults, fault)
+	}
+	if f.JobTime != nil {
+		cfg.JobTime = time.Duration(*f.JobTime)
+	}
+	setIf(&cfg.TimeScale, f.TimeScale)
+	setIf(&cfg.Seed, f.Seed)
+	setIf(&cfg.FaultRate, f.FaultRate)
+	setIf(&cfg.ErrorRate, f.ErrorRate)
+	setIf(&cfg.DropRate, f.DropRate)
+	return nil
+}
+
+// firstN returns a Rule.Match that holds for the first n submissions it is
+// asked about. The emulator asks only once the rule's source and pattern
+// matched, so the count is of the submissions the rule otherwise matches.
+func firstN(n int64) func(emulator.Submission) bool {
+	var seen atomic.Int64
+	return func(emulator.Submission) bool { return seen.Add(1) <= n }
+}
+
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func (o outcomeJSON) outcome() emulator.Outcome {
+	out := emulator.Outcome{
+		Throttle:         o.Throttle,
+		Fault:            o.Fault,
+		FaultStatusCode:  o.FaultStatusCode,
+		Done:             o.Done,
+		StayPending:      o.StayPending,
+		JobTime:          time.Duration(o.JobTime),
+		TargetStatusCode: o.TargetStatusCode,
+		ParseStatusCode:  o.ParseStatusCode,
+		Content:          o.Content,
+		ContentSize:      o.ContentSize,
+		UploadCode:       o.UploadCode,
+		UploadDelay:      time.Duration(o.UploadDelay),
+		ResultsTTL:       time.Duration(o.ResultsTTL),
+	}
+	if o.Reject != nil {
+		out.Reject = &emulator.Rejection{Status: o.Reject.Status, Message: o.Reject.Message, Errors: o.Reject.Errors}
+	}
+	out.SubmitFailure = o.SubmitFailure.ptr()
+	out.StatusFailure = o.StatusFailure.ptr()
+	out.ResultsFailure = o.ResultsFailure.ptr()
+	return out
+}
+
+func (f *failureJSON) ptr() *emulator.Failure {
+	if f == nil {
+		return nil
+	}
+	v := f.failure()
+	return &v
+}
+
+func (f failureJSON) failure() emulator.Failure {
+	return emulator.Failure{Status: f.Status, Message: f.Message, Drop: f.Drop, Times: f.Times, AfterCreate: f.AfterCreate}
+}

@@ -1,0 +1,535 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/destination"
+	"github.com/oxypipe/oxypipe/pkg/emulator"
+	"github.com/oxypipe/oxypipe/pkg/feeder"
+	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/natsconn"
+	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/redact"
+	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/topology"
+	"github.com/oxypipe/oxypipe/pkg/wsa"
+)
+
+// closeTimeout bounds the shutdown of the in-process pipeline at the end.
+const closeTimeout = 30 * time.Second
+
+// spoolFolder is the folder of the state directory that keeps each run's
+// payloads, so that `oxy run --resume RUN --state-dir DIR` needs no input.
+const spoolFolder = "payloads"
+
+// runFlags are the settings of `oxy run` (and of the resubmission `oxy
+// recover` starts).
+type runFlags struct {
+	destination  string
+	runLog       string
+	sandbox      bool
+	sandboxRules string
+	apiURL       string
+	natsURL      string
+	mongoURI     string
+	stateDir     string
+	resume       string
+	statusAddr   string
+	quiet        bool
+}
+
+// register adds the flags of `oxy run`.
+func (f *runFlags) register(fs *flagSet) {
+	fs.StringVarP(&f.destination, "destination", "d", "", "write each done job's body as <job id>.json to `DEST`: a folder (created), s3://, gs:// or az:// URL")
+	fs.StringVar(&f.runLog, "run-log", "", "write the run log <run id>.jsonl to `DIR|URL`: a folder, s3://, gs:// or az:// URL")
+	f.registerPipeline(fs)
+	fs.StringVar(&f.mongoURI, "mongo", "", "keep the in-process ledger in MongoDB at `URI` (prefer the environment: a URI may hold a password)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "keep the embedded broker's files and the run's payloads in `DIR`, so a killed run can be resumed")
+	fs.StringVar(&f.resume, "resume", "", "resume the killed run `RUN` (its id) from --state-dir, or from --nats with its input")
+	fs.StringVar(&f.statusAddr, "status-addr", "", "serve the in-process statusworker's API on `HOST:PORT` for oxy status")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress while the run goes on (the final line, warnings and the report stay)")
+	fs.bindEnv("destination", envDestination)
+	fs.bindEnv("run-log", envRunLog)
+	fs.bindEnv("api-url", envAPIURL)
+	fs.bindEnv("nats", envNATSURL)
+	fs.bindEnv("mongo", envMongoURI)
+	fs.bindEnv("state-dir", envStateDir)
+}
+
+// registerPipeline adds the flags that say which pipeline and API a run
+// uses, shared by run and recover.
+func (f *runFlags) registerPipeline(fs *flagSet) {
+	fs.BoolVar(&f.sandbox, "sandbox", false, "run against the built-in API emulator: no credentials, no cost")
+	fs.StringVar(&f.sandboxRules, "sandbox-rules", "", "script the sandbox's outcomes with a rules `FILE` (see below)")
+	fs.StringVar(&f.apiURL, "api-url", wsa.DefaultBaseURL, "Web Scraper API base `URL`")
+	fs.StringVar(&f.natsURL, "nats", "", "feed and watch through an external NATS `URL`; the deployed workers do the stages")
+}
+
+// check refuses combinations that cannot work, before anything is read.
+func (f *runFlags) check() error {
+	switch {
+	case f.destination == "" && f.resume == "":
+		return usageErrorf("-d/--destination is required: where each done job's body is written\nhint: oxy run --sandbox examples/payloads.jsonl -d results --run-log logs")
+	case f.sandbox && f.natsURL != "":
+		return usageErrorf("--sandbox runs the pipeline in this process; it cannot be combined with --nats")
+	case f.sandboxRules != "" && !f.sandbox:
+		return usageErrorf("--sandbox-rules scripts the sandbox; add --sandbox")
+	case f.resume != "" && f.stateDir == "" && f.natsURL == "":
+		return usageErrorf("--resume needs the --state-dir of the killed run (or --nats for a run of a deployed pipeline)")
+	case f.statusAddr != "" && f.natsURL != "":
+		return usageErrorf("--status-addr serves the in-process statusworker; with --nats, ask the deployed statusworker")
+	}
+	return nil
+}
+
+func runFlagSet() (*flagSet, *runFlags) {
+	f := &runFlags{}
+	fs := newFlagSet("run", "[flags] [FILE|-]", `
+Run a file of payloads, one Web Scraper API request body (a JSON object) per
+line, read from FILE or stdin: submit each one, poll its job, write each done
+job's body unchanged as <job id>.json to the destination, and write a run log
+that says what became of every payload (done, faulted, rejected, unsubmitted,
+unfetched).
+
+Without --nats everything runs in this process (an embedded NATS server and
+the same submitter, poller, writer and statusworker code as the deployed
+workers). With --nats URL this process only feeds the payloads and watches the
+run while the deployed workers do the stages.
+
+Nothing is sent before every line was read and checked, the destination was
+probed and the empty run log was written: a bad line, missing credentials or a
+location that cannot be written exit 2 with no request sent.
+
+Progress goes to stderr: a live line on a terminal, a line every 10s
+otherwise, and the run's progress as the last line. stdout has one JSON line
+per finished job: {"doc", "id", "status", "source", "input", "file", "error"}.
+The first Ctrl+C stops submitting, finishes the jobs in flight and writes the
+run log (exit 130); a second one exits at once.`)
+	f.register(fs)
+	fs.note(credentialsHelp + `
+  NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CREDS, NATS_TLS_CA/CERT/KEY   with --nats`)
+	fs.note(`Examples:
+  oxy run --sandbox examples/payloads.jsonl -d results --run-log logs
+  oxy run payloads.jsonl -d s3://bucket/results --run-log s3://bucket/logs --state-dir .oxy
+  oxy run --resume 20260929T170412.345Z --state-dir .oxy      (after the process was killed)
+  oxy run payloads.jsonl -d results | jq -r 'select(.status == "done") | .file'`)
+	fs.note(rulesHelp)
+	return fs, f
+}
+
+func runCommand(ctx context.Context, env Env, args []string) error {
+	fs, f := runFlagSet()
+	if err := fs.parse(env, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usageErrorf("run takes at most one input file, got %d", fs.NArg())
+	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	input := fs.Arg(0)
+	r := &runner{env: env, flags: *f, console: newConsole(env)}
+	return r.run(ctx, input)
+}
+
+// runner is one `oxy run`.
+type runner struct {
+	env     Env
+	flags   runFlags
+	console *console
+	lines   *lineWriter
+}
+
+func (r *runner) run(ctx context.Context, input string) error {
+	if r.flags.mongoURI != "" && r.flags.natsURL != "" {
+		warnf(r.console, "--mongo is ignored with --nats: the deployed statusworker keeps the ledger")
+		r.flags.mongoURI = ""
+	}
+
+	// Read and check every line first: nothing bills before the whole input
+	// is known to be payloads.
+	src, err := r.source(input)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = src.Close() }() // removes the spool of a run that ended; a kept one stays
+
+	cfg, cleanup, err := r.clientConfig(ctx)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	client, err := oxy.NewClient(cfg)
+	if err != nil {
+		return usageError(err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+		defer cancel()
+		if err := client.Close(cctx); err != nil {
+			warnf(r.console, "stopping the pipeline: %v", err)
+		}
+	}()
+
+	// The run is not bound to ctx: the first Ctrl+C stops it gracefully
+	// (Stop), and the second one ends the process.
+	runCtx := context.WithoutCancel(ctx)
+	if r.flags.statusAddr != "" {
+		stop, err := r.serveStatus(runCtx, client)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
+		return err // Ctrl+C before anything was announced: nothing to stop
+	}
+	run, err := r.start(runCtx, client, src)
+	if err != nil {
+		return err
+	}
+	return r.watch(ctx, run, src)
+}
+
+// runSource is the run's payloads, spooled to a file.
+type runSource struct {
+	*feeder.Spool
+	// kept: the spool sits in the state directory under the run's id, for
+	// --resume.
+	kept bool
+	// unfinished: the run did not complete, so a kept spool stays for
+	// --resume.
+	unfinished bool
+}
+
+// Close removes the spool, unless it is kept for a run to resume.
+func (s *runSource) Close() error {
+	if s.Spool == nil || s.kept && s.unfinished {
+		return nil
+	}
+	return s.Spool.Close()
+}
+
+// source returns the payloads as a feeder.Source: nil when none are known
+// (resuming a run that completed needs none).
+func (s *runSource) source() feeder.Source {
+	if s.Spool == nil {
+		return nil
+	}
+	return s
+}
+
+// source reads the input (a file, stdin, or the spool a killed run kept in
+// the state directory) and checks every line.
+func (r *runner) source(input string) (*runSource, error) {
+	f := r.flags
+	if f.resume != "" && input == "" && f.stateDir != "" {
+		path := spoolPath(f.stateDir, f.resume)
+		s, err := feeder.OpenSpool(path)
+		if errors.Is(err, os.ErrNotExist) {
+			// A completed run keeps none, and needs none to be watched.
+			return &runSource{}, nil
+		}
+		if err != nil {
+			return nil, usageError(err)
+		}
+		return &runSource{Spool: s, kept: true}, nil
+	}
+	if f.resume != "" && input == "" {
+		return nil, usageErrorf("--resume with --nats needs the run's input file")
+	}
+	in := r.env.Stdin
+	if (input == "" || input == "-") && r.env.StdinTerminal {
+		hintf(r.console, "reading payloads from the terminal, one JSON object per line; Ctrl+D ends them")
+	}
+	if input != "" && input != "-" {
+		file, err := os.Open(input)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		defer func() { _ = file.Close() }() // read-only
+		in = file
+	}
+	dir := ""
+	if f.stateDir != "" {
+		dir = filepath.Join(f.stateDir, spoolFolder)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, usageErrorf("state directory: %w", err)
+		}
+	}
+	s, err := feeder.ReadJSONL(in, feeder.ReadConfig{Dir: dir})
+	if err != nil {
+		var ie *feeder.InputError
+		if errors.As(err, &ie) {
+			return nil, usageErrorf("%v\nhint: nothing was sent; each line must be one JSON object with a source and an input (url, query, …)", ie)
+		}
+		return nil, usageErrorf("reading payloads: %w", err)
+	}
+	return &runSource{Spool: s}, nil
+}
+
+// spoolPath is where a run's payloads are kept in a state directory.
+func spoolPath(stateDir, run string) string {
+	return filepath.Join(stateDir, spoolFolder, run+runlog.Ext)
+}
+
+// clientConfig builds the Go API's configuration from the flags and the
+// environment. cleanup releases what it opened (NATS, MongoDB).
+func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
+	f := r.flags
+	cfg := oxy.Config{
+		Username: r.env.Getenv(envUsername),
+		Password: r.env.Getenv(envPassword),
+		BaseURL:  f.apiURL,
+		Sandbox:  f.sandbox,
+		StateDir: f.stateDir,
+		Instance: "oxy",
+	}
+	var closers []func()
+	cleanup := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	// With --nats the deployed workers hold the API credentials.
+	if !f.sandbox && f.natsURL == "" && (cfg.Username == "" || cfg.Password == "") {
+		return cfg, cleanup, usageErrorf("%s and %s must be set\nhint: set them to your Web Scraper API user's credentials, or try oxy with --sandbox (no credentials needed)", envUsername, envPassword)
+	}
+	if f.sandbox {
+		cfg.Emulator = emulator.Config{}
+		if f.sandboxRules != "" {
+			if err := loadRules(f.sandboxRules, &cfg.Emulator); err != nil {
+				return cfg, cleanup, usageError(err)
+			}
+		}
+	}
+	if f.natsURL != "" {
+		opts := natsconn.FromEnv()
+		opts.URL = f.natsURL
+		nc, err := opts.Connect("oxy", nil)
+		if err != nil {
+			return cfg, cleanup, fmt.Errorf("NATS at %s: %w", opts.Redacted(), err)
+		}
+		closers = append(closers, nc.Close)
+		cfg.Conn = nc
+		// Streams this process creates (when no worker has yet) get the
+		// replicas the workers would give them; existing ones are used as
+		// they are.
+		if v := r.env.Getenv(envNATSReplicas); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				cleanup()
+				return cfg, func() {}, usageErrorf("%s must be a positive number", envNATSReplicas)
+			}
+			cfg.Topology.Replicas = n
+		}
+	}
+	if f.mongoURI != "" {
+		store, disconnect, err := openMongoLedger(ctx, f.mongoURI)
+		if err != nil {
+			cleanup()
+			return cfg, func() {}, err
+		}
+		closers = append(closers, func() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			disconnect(dctx)
+		})
+		cfg.Ledger = store
+	}
+	return cfg, cleanup, nil
+}
+
+// start announces the run (or resumes it). Every failure here is before
+// anything billed.
+func (r *runner) start(ctx context.Context, client *oxy.Client, src *runSource) (*oxy.Run, error) {
+	f := r.flags
+	opts := oxy.Options{Destination: f.destination, RunLog: f.runLog}
+	if f.resume != "" {
+		run, err := client.Resume(ctx, f.resume, src.source(), opts)
+		if err != nil {
+			if src.Spool == nil && errors.Is(err, feeder.ErrInputMismatch) {
+				return nil, usageErrorf("no payloads of run %s are kept in %s\nhint: give the run's input file: oxy run --resume %s --state-dir %s FILE", f.resume, f.stateDir, f.resume, f.stateDir)
+			}
+			return nil, startError(err)
+		}
+		if !r.flags.quiet {
+			hintf(r.console, "resuming run %s: payloads already fed are not fed again, and no payload is submitted twice", f.resume)
+		}
+		return run, nil
+	}
+	if f.stateDir != "" {
+		// Keep the payloads under the run's id before anything is fed, so
+		// that a run killed at any moment can be resumed without its input.
+		opts.Run = messages.NewRunID(time.Now())
+		if err := src.MoveTo(spoolPath(f.stateDir, opts.Run)); err != nil {
+			return nil, usageErrorf("state directory: %w", err)
+		}
+		src.kept = true
+	}
+	run, err := client.ExecuteSource(ctx, src, opts)
+	if err != nil {
+		return nil, startError(err)
+	}
+	for _, w := range run.Warnings() {
+		hintf(r.console, "%s", w)
+	}
+	if f.stateDir != "" && !f.quiet {
+		hintf(r.console, "run %s; if this process is killed, resume it with: oxy run --resume %s --state-dir %s", run.ID(), run.ID(), f.stateDir)
+	}
+	return run, nil
+}
+
+// startError maps a failure before anything billed to its exit code: input
+// and locations the user gave are invalid input (2); a pipeline that cannot
+// start or be reached is an error (1).
+func startError(err error) error {
+	var (
+		ie  *feeder.InputError
+		rf  *feeder.RunFailedError
+		de  *destination.Error
+		nsw *feeder.NoStatusWorkerError
+	)
+	switch {
+	case errors.As(err, &ie):
+		return usageErrorf("%v\nhint: nothing was sent", ie)
+	case errors.As(err, &rf):
+		return usageErrorf("the run log cannot be written, so nothing was sent: %s", rf.Reason)
+	case errors.As(err, &de), errors.Is(err, oxy.ErrNoDestination):
+		return usageErrorf("the destination cannot be written, so nothing was sent: %v", err)
+	case errors.Is(err, oxy.ErrNoCredentials), errors.Is(err, feeder.ErrInputMismatch), errors.Is(err, topology.ErrRunNotFound):
+		return usageError(err)
+	case errors.As(err, &nsw):
+		return fmt.Errorf("%w\nhint: nothing was sent; start a statusworker on this NATS (see deploy/)", nsw)
+	}
+	return err
+}
+
+// serveStatus serves the in-process statusworker's JSON API on
+// --status-addr, for `oxy status RUN --url`.
+func (r *runner) serveStatus(ctx context.Context, client *oxy.Client) (func(), error) {
+	cl, err := client.Cluster(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", r.flags.statusAddr)
+	if err != nil {
+		return nil, usageErrorf("--status-addr: %w", err)
+	}
+	h := cl.StatusWorker().Handler()
+	mux := http.NewServeMux()
+	mux.Handle("/runs", h)
+	mux.Handle("/runs/", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }() // ends with Close below
+	if !r.flags.quiet {
+		hintf(r.console, "the statusworker's API is at http://%s (oxy status RUN --url http://%s)", ln.Addr(), ln.Addr())
+	}
+	return func() { _ = srv.Close() }, nil // the run is over; requests in flight do not matter
+}
+
+// watch prints the run's jobs and progress until it ends, stops it on the
+// first signal, and reports.
+func (r *runner) watch(ctx context.Context, run *oxy.Run, src *runSource) error {
+	if err := r.follow(ctx, run, nil); err != nil {
+		r.console.final(run.Progress().String())
+		if src.kept {
+			src.unfinished = true
+			hintf(r.console, "the run is not finished; resume it with: oxy run --resume %s --state-dir %s", run.ID(), r.flags.stateDir)
+		}
+		return fmt.Errorf("the run ended early: %w", err)
+	}
+	if err := run.WriteReport(r.console); err != nil {
+		return err
+	}
+	r.console.final(run.Progress().String())
+	if err := r.lines.Err(); err != nil {
+		return fmt.Errorf("stdout: %w", err)
+	}
+
+	runErr := run.Err()
+	if loc := run.RunLog(); loc != "" && (runErr != nil || len(run.Problems()) > 0) {
+		hintf(r.console, "recover what is left without paying twice: oxy recover %s -d %s", redact.String(loc), redact.String(run.Announced().Destination))
+	}
+	var intr *Interrupted
+	if errors.As(context.Cause(ctx), &intr) {
+		return intr
+	}
+	var incomplete *oxy.IncompleteRunError
+	if errors.As(runErr, &incomplete) {
+		return errIncomplete
+	}
+	return runErr
+}
+
+// follow prints the run's finished jobs on stdout (after onJob, when set,
+// has seen each) and its progress on stderr until the run ends. The first
+// signal (ctx's cancellation) stops the run gracefully: nothing more is
+// submitted, and the run still completes. It returns the error that ended
+// the run early, or nil when the run ended (read run.Err for its outcome).
+func (r *runner) follow(ctx context.Context, run *oxy.Run, onJob func(*oxy.Job)) error {
+	if r.lines == nil {
+		r.lines = newLineWriter(r.env.Stdout)
+	}
+	runCtx := context.WithoutCancel(ctx)
+
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-run.Done():
+			return
+		}
+		hintf(r.console, "stopping: nothing more is submitted; jobs already submitted are checked and written, then the run log (Ctrl+C again exits at once, without the run log)")
+		if err := run.Stop(runCtx); err != nil {
+			warnf(r.console, "stopping the run: %v", err)
+		}
+	}()
+
+	progressDone, quit := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		if r.flags.quiet {
+			return
+		}
+		t := time.NewTicker(r.console.interval())
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				r.console.progress(run.Progress().String())
+			}
+		}
+	}()
+	defer func() { <-progressDone }()
+	defer close(quit)
+
+	for {
+		job, err := run.Next(runCtx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if onJob != nil {
+			onJob(&job)
+		}
+		line, err := job.MarshalJSON()
+		if err != nil {
+			continue // a job of strings always encodes
+		}
+		r.console.aroundStdout(func() { r.lines.writeRaw(line) })
+	}
+}
