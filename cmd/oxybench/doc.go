@@ -1,0 +1,38 @@
+// Command oxybench measures the pipeline's throughput: the submitter, the
+// poller and the writer in one process, on an embedded nats-server, against
+// the API emulator answering at once. It prints one markdown table.
+//
+// Why a command and not a Go benchmark: the figure that matters is docs per
+// second for a whole run of tens of thousands of payloads, with where the
+// time goes beside it, on the machine at hand. A benchmark function that
+// loops b.N times over a run would mostly measure start-up.
+//
+// What it measures, for -n payloads (default 20,000):
+//
+//   - docs/s end to end: from the first payload published to the last
+//     success at "written", and when the last doc passed each stage;
+//   - API requests per doc by endpoint (submit, batch, status, results),
+//     from the emulator's counts;
+//   - p50 and p99 of the time from a job finishing at the API to its file
+//     being in place. The emulator's job objects carry second-resolution
+//     times, so a job's finish is taken as its success event at
+//     "submitted" plus the emulator's job time (1 ms): a few milliseconds
+//     late at most, which makes the figure slightly low, never high;
+//   - peak RSS of the process (VmHWM), which holds the broker, the
+//     emulator and the three stages;
+//   - beside it, in the same process: the raw JetStream rate for the same
+//     number of messages per doc (the work messages and status events the
+//     run published, per doc), published asynchronously to a scratch
+//     stream and consumed with explicit acks.
+//
+// The stages run with their production defaults (consumer settings, batch
+// sizes, the poller's schedule: first check 1 s after submission), each on
+// its own connection; the writer writes into a local folder with fsync on
+// (--nosync turns it off). The status events are read by an ordered
+// consumer standing in for the statusworker.
+//
+// Usage:
+//
+//	go run ./cmd/oxybench -n 20000 --cpuprofile cpu.out
+//	go tool pprof -top cpu.out
+package main

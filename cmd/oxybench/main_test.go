@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestASmallRunPrintsEveryDocDoneAndTheRawRate(t *testing.T) {
+	t.Parallel()
+	var out, errs bytes.Buffer
+	code := run(t.Context(), []string{"-n", "60", "--nosync", "--poll-first", "20ms", "--dir", t.TempDir()}, &out, &errs)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, errs.String())
+	}
+	for _, want := range []string{
+		"| outcomes | done 60 |",
+		"| API requests per doc: status / results | 1.000 / 1.000 |",
+		"docs/s**",
+		"| **raw JetStream rate** |",
+		"| submitter | 60 (60 / 0 / 0) |",
+		"| writer | 60 (60 / 0 / 0) |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table does not say %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestBadFlagsExitTwo(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-n", "0"}, {"--poll-first", "0s"}, {"--no-such-flag"}} {
+		var out, errs bytes.Buffer
+		if code := run(t.Context(), args, &out, &errs); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestQuantileIsTheNearestRank(t *testing.T) {
+	t.Parallel()
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	if got := quantile(d, 0.5); got != 50*time.Millisecond {
+		t.Errorf("p50 = %v, want 50ms", got)
+	}
+	if got := quantile(d, 0.99); got != 99*time.Millisecond {
+		t.Errorf("p99 = %v, want 99ms", got)
+	}
+	if got := quantile(nil, 0.5); got != 0 {
+		t.Errorf("p50 of nothing = %v, want 0", got)
+	}
+}

@@ -1,0 +1,52 @@
+package pipelinetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/emulator"
+)
+
+// flakyAPI is the emulator of the big run: jobs take 200 ms, 3% of all
+// requests fail with a 500 page, 5% of submissions get a 429, and the rate
+// limit is 150 jobs per 200 ms window while the submitter's pacer counts in
+// 100 ms windows (a client whose idea of the window is off), so some
+// batches are refused with real rate-limit 429s.
+func flakyAPI(s scenario) emulator.Config {
+	return emulator.Config{
+		Seed: 7, JobTime: 2 * time.Second, TimeScale: 0.1,
+		ErrorRate: 0.03,
+		Faults: []emulator.Fault{{
+			On:          []emulator.Endpoint{emulator.EndpointSubmit, emulator.EndpointBatch},
+			Failure:     emulator.Failure{Status: 429},
+			Probability: 0.05,
+		}},
+		RateLimit: 150, RenderRateLimit: 150, RateWindow: 2 * rateWindow,
+		Rules: s.rules(),
+	}
+}
+
+func TestTwoThousandPayloadsEachReachExactlyOneTrueOutcome(t *testing.T) {
+	t.Parallel()
+	s := scenario{n: 2000, fault: 5, reject: 2, lost: 1}
+	b := inProcess(t, flakyAPI(s), s.n, stageOptions{rateLimit: 1000})
+	bodies := s.bodies()
+	mustParse(t, bodies[0])
+
+	start := time.Now()
+	b.feed(bodies, 0)
+	b.events.waitFinal(t, b.run, s.n, 60*time.Second)
+	b.waitSettled(10 * time.Second)
+	t.Logf("%d docs in %v: %s", s.n, time.Since(start).Round(time.Millisecond), b.events.outcomes(b.run, s.n))
+
+	b.verify(s.n, s.expect, s.url, true)
+	stats := b.api.emu.Stats()
+	t.Logf("emulator: %d jobs, %d rate-limited 429s, %d injected failures, requests %v",
+		stats.JobsCreated, stats.RateLimited, stats.FaultsInjected, stats.Requests)
+	if stats.FaultsInjected == 0 || stats.RateLimited == 0 {
+		t.Errorf("the run saw %d injected failures and %d rate-limit 429s; the test means to have both", stats.FaultsInjected, stats.RateLimited)
+	}
+	if bad := b.events.undecodable(); len(bad) > 0 {
+		t.Errorf("%d status events do not decode: %s", len(bad), firstFew(bad, 3))
+	}
+}
