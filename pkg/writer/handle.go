@@ -104,7 +104,9 @@ func (w *Writer) fail(ctx context.Context, m *stage.Msg, d *messages.Done, kind 
 // run's destination is missing or cannot be a location, or the file name is
 // refused.
 func permanent(err error) bool {
-	return errors.Is(err, errNoDestination) || errors.Is(err, destination.ErrInvalidName) ||
+	// A 404 means the API does not know the job: retrying cannot help (the
+	// poller treats it the same way).
+	return errors.Is(err, errNoDestination) || errors.Is(err, wsa.ErrNotFound) || errors.Is(err, destination.ErrInvalidName) ||
 		errors.Is(err, destination.ErrInvalidLocation) || errors.Is(err, destination.ErrUnknownScheme)
 }
 

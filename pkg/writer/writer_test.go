@@ -203,6 +203,24 @@ func TestTransientResultsFailuresAreRetried(t *testing.T) {
 	}
 }
 
+func TestResultsOfAnUnknownJobAreRecordedUnfetchedAtOnce(t *testing.T) {
+	t.Parallel()
+	f := setup(t, emulator.Config{Rules: []emulator.Rule{{Pattern: regexp.MustCompile(`lost`),
+		Outcome: emulator.Outcome{ResultsFailure: &emulator.Failure{Status: 404, Message: "Query not found."}}}}})
+	f.start()
+	dir := t.TempDir()
+	run := f.announce(dir, messages.FinalDataType)
+	id, body := f.job("https://sandbox.oxylabs.io/lost")
+	f.done(run, 0, id, body)
+
+	evs := f.final(run, "0")
+	last := evs[len(evs)-1]
+	if len(evs) != 1 || last.Outcome != messages.HardFailure || last.State != runlog.Unfetched ||
+		last.Error == nil || last.Error.StatusCode == nil || *last.Error.StatusCode != 404 || last.Error.Message != "Query not found." {
+		t.Fatalf("events = %+v, last error %+v; want one unfetched with 404 Query not found., no retries", evs, last.Error)
+	}
+}
+
 func TestExpiredResultsAreRecordedUnfetched(t *testing.T) {
 	t.Parallel()
 	f := setup(t, emulator.Config{Rules: []emulator.Rule{{Pattern: regexp.MustCompile(`old`),
