@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oxypipe/oxypipe/internal/testutil"
 )
 
 // TestGetWritesDoneJobsAndWarnsOnTheRest fetches a done, a faulted, a
@@ -24,7 +26,7 @@ func TestGetWritesDoneJobsAndWarnsOnTheRest(t *testing.T) {
 	for _, n := range []string{"1", "2", "3"} {
 		ids = append(ids, submit(t, sb, "https://sandbox.oxylabs.io/products/"+n))
 	}
-	eventually(t, 10*time.Second, "jobs 1 and 2 to finish", func() bool {
+	testutil.Eventually(t, 10*time.Second, "jobs 1 and 2 to finish", func() bool {
 		st := sb.stats(t)
 		return st.JobsDone == 1 && st.JobsFaulted == 1
 	})

@@ -270,19 +270,6 @@ func submissions(st emulator.Stats) int64 {
 	return st.Requests[emulator.EndpointSubmit] + st.Requests[emulator.EndpointBatch]
 }
 
-// eventually polls cond every 20ms until it holds, failing the test after
-// timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/statusworker"
 )
@@ -30,7 +31,7 @@ func TestCtrlCStopsSubmittingAndWritesTheRunLog(t *testing.T) {
 	p := start(t, dir, nil, sb.env(), "run", "payloads.jsonl", "-d", "results", "--run-log", "logs", "--status-addr", "127.0.0.1:0")
 
 	statusURL := waitForStatusURL(t, p)
-	eventually(t, 30*time.Second, "the first 50 jobs", func() bool { return sb.stats(t).JobsCreated >= 50 })
+	testutil.Eventually(t, 30*time.Second, "the first 50 jobs", func() bool { return sb.stats(t).JobsCreated >= 50 })
 
 	// The run log was written empty before the first submission; its name
 	// is the run's id.
@@ -93,7 +94,7 @@ func TestKilledRunResumes(t *testing.T) {
 	// have billed) and is never resubmitted: wait until the submitter has
 	// stored every job id, which the statusworker sees as "submitted".
 	statusURL := waitForStatusURL(t, p)
-	eventually(t, 30*time.Second, "every payload submitted and recorded", func() bool {
+	testutil.Eventually(t, 30*time.Second, "every payload submitted and recorded", func() bool {
 		return sb.stats(t).JobsCreated == total && stageSucceeded(t, statusURL, dir, "submitted") == total
 	})
 	p.signal(t, syscall.SIGKILL)
@@ -151,7 +152,7 @@ func waitForStatusURL(t *testing.T, p *proc) string {
 	t.Helper()
 	addr := regexp.MustCompile(`the statusworker's API is at (http://\S+)`)
 	var url string
-	eventually(t, 30*time.Second, "the statusworker's address", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the statusworker's address", func() bool {
 		if m := addr.FindStringSubmatch(p.stderrSoFar()); m != nil {
 			url = m[1]
 		}
@@ -199,7 +200,7 @@ func TestSIGTERMStopsLikeCtrlC(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "rules.json"), `{"job_time": "1s"}`)
 	p := start(t, dir, nil, env(), "run", "--sandbox", "--sandbox-rules", "rules.json", "payloads.jsonl", "-d", "results", "--run-log", "logs")
 	// The empty run log exists once the run may bill.
-	eventually(t, 30*time.Second, "the empty run log", func() bool { return len(files(t, filepath.Join(dir, "logs"))) == 1 })
+	testutil.Eventually(t, 30*time.Second, "the empty run log", func() bool { return len(files(t, filepath.Join(dir, "logs"))) == 1 })
 	p.signal(t, syscall.SIGTERM)
 	res := p.wait(t, 45*time.Second)
 	if res.code != 143 {

@@ -152,16 +152,4 @@ func runLogPath(t *testing.T, dir string) string {
 	return filepath.Join(dir, names[0])
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func mustRegexp(s string) *regexp.Regexp { return regexp.MustCompile(s) }

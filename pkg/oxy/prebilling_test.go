@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/feeder"
@@ -115,7 +116,7 @@ func TestGet(t *testing.T) {
 	}
 	for name, status := range want {
 		var f *oxy.Fetched
-		eventually(t, 10*time.Second, name+" to be "+string(status), func() bool {
+		testutil.Eventually(t, 10*time.Second, name+" to be "+string(status), func() bool {
 			f, err = c.Get(ctx, ids[name])
 			if err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/feeder"
 	"github.com/oxypipe/oxypipe/pkg/local"
@@ -55,7 +56,7 @@ func TestResumeFeedsOnlyWhatIsMissing(t *testing.T) {
 	if _, err := topo.JetStream().PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the submitter to claim doc k", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the submitter to claim doc k", func() bool {
 		_, err := topo.Claims().Get(ctx, run, messages.DocID(k))
 		return err == nil
 	})

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/stage"
 )
 
@@ -55,7 +56,7 @@ func TestABatchHandlerUnderLoadGetsFullBatchesAndALoneMessageIsNotHeldBack(t *te
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 20*time.Second, "every queued message acked", func() bool {
+	testutil.Eventually(t, 20*time.Second, "every queued message acked", func() bool {
 		return e.counter("submitter", "ack") == queued
 	})
 	sizes := rec.snapshot()
@@ -76,7 +77,7 @@ func TestABatchHandlerUnderLoadGetsFullBatchesAndALoneMessageIsNotHeldBack(t *te
 	// One more message, alone: it goes out on its own after the linger.
 	sent := time.Now()
 	e.feed(queued, queued+1)
-	eventually(t, 5*time.Second, "the lone message acked", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the lone message acked", func() bool {
 		return e.counter("submitter", "ack") == queued+1
 	})
 	if took := time.Since(sent); took > 2*time.Second {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/health"
 	"github.com/oxypipe/oxypipe/pkg/stage"
 	"github.com/oxypipe/oxypipe/pkg/topology"
@@ -56,13 +57,13 @@ func TestWorkersServeHealthAndShareARegistry(t *testing.T) {
 	}
 	e.start(sub)
 	e.start(pol)
-	eventually(t, 5*time.Second, "/ready is 200", func() bool { code, _ := get("/ready"); return code == http.StatusOK })
+	testutil.Eventually(t, 5*time.Second, "/ready is 200", func() bool { code, _ := get("/ready"); return code == http.StatusOK })
 	if code, body := get("/live"); code != http.StatusOK {
 		t.Fatalf("/live: %d %s", code, body)
 	}
 	e.feed(0, 1)
 	// The submitter's Submitted goes on to the poller, which acks it too.
-	eventually(t, 5*time.Second, "/metrics counts both acks", func() bool {
+	testutil.Eventually(t, 5*time.Second, "/metrics counts both acks", func() bool {
 		_, body := get("/metrics")
 		return strings.Contains(body, `oxy_stage_messages_total{outcome="ack",stage="submitter"} 1`) &&
 			strings.Contains(body, `oxy_stage_messages_total{outcome="ack",stage="poller"} 1`) &&

@@ -201,18 +201,6 @@ func (e *env) counter(stageName, outcome string) float64 {
 	return 0
 }
 
-// eventually polls cond every 10ms until it holds or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // submitted returns the handler-side Submitted output for a payload.
 func submitted(p *messages.Payload) *messages.Submitted {
 	return &messages.Submitted{Run: p.Run, Doc: p.Doc, APIJobID: "70000000000000000" + p.Doc, Payload: p.Payload, SubmittedAt: time.Now().UTC()}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/stage"
@@ -46,7 +47,7 @@ func TestSuccessPublishesOutputsAndEventsThenAcks(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 10*time.Second, "all 10 payloads are acked", func() bool {
+	testutil.Eventually(t, 10*time.Second, "all 10 payloads are acked", func() bool {
 		return e.counter("submitter", "ack") == 10
 	})
 	if n := len(e.streamMsgs(topology.StreamSubmitted)); n != 10 {
@@ -105,7 +106,7 @@ func TestNothingIsAckedUntilItsOutputsAreStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 10*time.Second, "the payload is acked", func() bool { return e.counter("submitter", "ack") == 1 })
+	testutil.Eventually(t, 10*time.Second, "the payload is acked", func() bool { return e.counter("submitter", "ack") == 1 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(deliveries) != 3 || deliveries[0] != 1 || deliveries[1] != 2 || deliveries[2] != 3 {
@@ -139,7 +140,7 @@ func TestRetryLaterRecordsASoftFailureAndRedeliversAfterTheDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 10*time.Second, "the payload is acked", func() bool { return e.counter("submitter", "ack") == 1 })
+	testutil.Eventually(t, 10*time.Second, "the payload is acked", func() bool { return e.counter("submitter", "ack") == 1 })
 	mu.Lock()
 	gap := times[1].Sub(times[0])
 	mu.Unlock()
@@ -179,7 +180,7 @@ func TestWaitRedeliversWithoutRecordingAnything(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 10*time.Second, "acked on the third delivery", func() bool { return e.counter("submitter", "ack") == 1 })
+	testutil.Eventually(t, 10*time.Second, "acked on the third delivery", func() bool { return e.counter("submitter", "ack") == 1 })
 	if got := e.counter("submitter", "wait"); got != 2 {
 		t.Fatalf("wait = %v, want 2", got)
 	}
@@ -203,7 +204,7 @@ func TestAHardFailureIsRecordedRedactedAndTerminated(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 10*time.Second, "the hard failure is counted", func() bool { return e.counter("submitter", "hard_failure") == 1 })
+	testutil.Eventually(t, 10*time.Second, "the hard failure is counted", func() bool { return e.counter("submitter", "hard_failure") == 1 })
 	events := e.events()
 	if len(events) != 1 {
 		t.Fatalf("%d events, want 1", len(events))
@@ -217,7 +218,7 @@ func TestAHardFailureIsRecordedRedactedAndTerminated(t *testing.T) {
 	if string(ev.Payload) != `{"source":"universal","storage_url":"https://redacted:redacted@host/bucket"}` {
 		t.Fatalf("payload = %s", ev.Payload)
 	}
-	eventually(t, 5*time.Second, "the payload leaves the work queue", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the payload leaves the work queue", func() bool {
 		return len(e.streamMsgs(topology.StreamPayloads)) == 0
 	})
 	info := e.consumerInfo(s)
@@ -240,7 +241,7 @@ func TestAHardFailureCarriesItsUploadEntryAndJobID(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 10*time.Second, "the hard failure is counted", func() bool { return e.counter("submitter", "hard_failure") == 1 })
+	testutil.Eventually(t, 10*time.Second, "the hard failure is counted", func() bool { return e.counter("submitter", "hard_failure") == 1 })
 	events := e.events()
 	if len(events) != 1 {
 		t.Fatalf("%d events, want 1", len(events))
@@ -265,7 +266,7 @@ func TestAMessageThatKeepsFailingBecomesADeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 10*time.Second, "the dead letter is counted", func() bool { return e.counter("submitter", "dead_letter") == 1 })
+	testutil.Eventually(t, 10*time.Second, "the dead letter is counted", func() bool { return e.counter("submitter", "dead_letter") == 1 })
 	events := e.events()
 	if len(events) != 3 {
 		t.Fatalf("%d events, want 2 soft failures and a hard one: %+v", len(events), events)
@@ -322,7 +323,7 @@ func TestAMessageThatKilledItsWorkersIsDeadLetteredWithoutCallingTheHandler(t *t
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 10*time.Second, "the dead letter is counted", func() bool { return e.counter("submitter", "dead_letter") == 1 })
+	testutil.Eventually(t, 10*time.Second, "the dead letter is counted", func() bool { return e.counter("submitter", "dead_letter") == 1 })
 	events := e.events()
 	if len(events) != 1 || events[0].Reason != "poison message: delivered 3 times (checked by the stage)" ||
 		events[0].Error.Message != "poison message: delivered 3 times" || events[0].RetryCount != 3 {
@@ -351,7 +352,7 @@ func TestMalformedMessagesAreHardFailuresAndTheWorkerKeepsGoing(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 10*time.Second, "three malformed and one good message settle", func() bool {
+	testutil.Eventually(t, 10*time.Second, "three malformed and one good message settle", func() bool {
 		return e.counter("submitter", "malformed") == 3 && e.counter("submitter", "ack") == 1
 	})
 	byDoc := map[string]messages.StatusEvent{}
@@ -397,7 +398,7 @@ func TestHeartbeatsKeepASlowMessageFromBeingRedelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 10*time.Second, "the slow message is acked", func() bool { return e.counter("submitter", "ack") == 1 })
+	testutil.Eventually(t, 10*time.Second, "the slow message is acked", func() bool { return e.counter("submitter", "ack") == 1 })
 	info := e.consumerInfo(s)
 	if calls.Load() != 1 || info.NumRedelivered != 0 || info.NumAckPending != 0 {
 		t.Fatalf("handler calls %d, redelivered %d, ack pending %d", calls.Load(), info.NumRedelivered, info.NumAckPending)
@@ -423,7 +424,7 @@ func TestDrainFinishesInFlightWorkAndLeavesNothingUnacked(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop, _ := e.start(w)
-	eventually(t, 10*time.Second, "four handlers run", func() bool { return started.Load() >= 4 })
+	testutil.Eventually(t, 10*time.Second, "four handlers run", func() bool { return started.Load() >= 4 })
 	begin := time.Now()
 	if err := stop(); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
@@ -450,8 +451,8 @@ func TestDrainFinishesInFlightWorkAndLeavesNothingUnacked(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w2)
-	eventually(t, 10*time.Second, "all 20 are handled", func() bool { return finished.Load() == 20 })
-	eventually(t, 5*time.Second, "the work queue is empty", func() bool { return len(e.streamMsgs(topology.StreamPayloads)) == 0 })
+	testutil.Eventually(t, 10*time.Second, "all 20 are handled", func() bool { return finished.Load() == 20 })
+	testutil.Eventually(t, 5*time.Second, "the work queue is empty", func() bool { return len(e.streamMsgs(topology.StreamPayloads)) == 0 })
 }
 
 func TestDrainTimeoutCancelsHandlersAndReleasesTheirMessages(t *testing.T) {
@@ -472,7 +473,7 @@ func TestDrainTimeoutCancelsHandlersAndReleasesTheirMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop, _ := e.start(w)
-	eventually(t, 10*time.Second, "three handlers run", func() bool { return started.Load() == 3 })
+	testutil.Eventually(t, 10*time.Second, "three handlers run", func() bool { return started.Load() == 3 })
 	if err := stop(); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
@@ -495,8 +496,8 @@ func TestDrainTimeoutCancelsHandlersAndReleasesTheirMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w2)
-	eventually(t, 5*time.Second, "the next worker acks all three", func() bool { return redelivered.Load() == 3 })
-	eventually(t, 5*time.Second, "nothing is pending", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the next worker acks all three", func() bool { return redelivered.Load() == 3 })
+	testutil.Eventually(t, 5*time.Second, "nothing is pending", func() bool {
 		info := e.consumerInfo(s)
 		return info.NumAckPending == 0 && len(e.streamMsgs(topology.StreamPayloads)) == 0
 	})
@@ -513,11 +514,11 @@ func TestTheWatchdogExitsWhenTheConsumerIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, done := e.start(w)
-	eventually(t, 5*time.Second, "the worker is ready", func() bool { return w.Ready().OK })
+	testutil.Eventually(t, 5*time.Second, "the worker is ready", func() bool { return w.Ready().OK })
 	if err := e.js.DeleteConsumer(context.Background(), s.Stream, string(s.Stage)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the worker reports consumer_lost", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the worker reports consumer_lost", func() bool {
 		st := w.Ready()
 		return !st.OK && st.State == stage.StateConsumerLost
 	})
@@ -543,18 +544,18 @@ func TestTheWatchdogForgivesAConsumerThatComesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, done := e.start(w)
-	eventually(t, 5*time.Second, "the worker is ready", func() bool { return w.Ready().OK })
+	testutil.Eventually(t, 5*time.Second, "the worker is ready", func() bool { return w.Ready().OK })
 	if err := e.js.DeleteConsumer(context.Background(), s.Stream, string(s.Stage)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "consumer_lost", func() bool { return w.Ready().State == stage.StateConsumerLost })
+	testutil.Eventually(t, 5*time.Second, "consumer_lost", func() bool { return w.Ready().State == stage.StateConsumerLost })
 	if _, err := e.topo.EnsureConsumer(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "ready again", func() bool { return w.Ready().OK })
+	testutil.Eventually(t, 5*time.Second, "ready again", func() bool { return w.Ready().OK })
 	recovered := time.Now()
 	e.feed(0, 1)
-	eventually(t, 5*time.Second, "a payload is handled after the consumer came back", func() bool {
+	testutil.Eventually(t, 5*time.Second, "a payload is handled after the consumer came back", func() bool {
 		return e.counter("submitter", "ack") == 1 && time.Since(recovered) > cfg.ConsumerLostGrace+200*time.Millisecond
 	})
 	select {
@@ -579,12 +580,12 @@ func TestLiveFailsWhileAHandlerOverrunsTwiceItsTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 5*time.Second, "live turns 503", func() bool {
+	testutil.Eventually(t, 5*time.Second, "live turns 503", func() bool {
 		st := w.Live()
 		return !st.OK && st.State == "stuck" && strings.HasPrefix(st.Detail, "a handler has run for ")
 	})
 	close(release)
-	eventually(t, 5*time.Second, "live again", func() bool { return w.Live().OK })
+	testutil.Eventually(t, 5*time.Second, "live again", func() bool { return w.Live().OK })
 }
 
 func TestABatchHandlerGetsBoundedBatchesWithPerMessageOutcomes(t *testing.T) {
@@ -614,7 +615,7 @@ func TestABatchHandlerGetsBoundedBatchesWithPerMessageOutcomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 10*time.Second, "11 acks and a hard failure", func() bool {
+	testutil.Eventually(t, 10*time.Second, "11 acks and a hard failure", func() bool {
 		return e.counter("submitter", "ack") == 11 && e.counter("submitter", "hard_failure") == 1
 	})
 	mu.Lock()
@@ -646,7 +647,7 @@ func TestAPanickingHandlerIsARetryNotACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 10*time.Second, "acked on the second delivery", func() bool { return e.counter("submitter", "ack") == 1 })
+	testutil.Eventually(t, 10*time.Second, "acked on the second delivery", func() bool { return e.counter("submitter", "ack") == 1 })
 	events := e.events()
 	if len(events) != 1 || events[0].Outcome != messages.SoftFailure || events[0].Reason != "handler panicked: nil map" {
 		t.Fatalf("events = %+v", events)
@@ -673,7 +674,7 @@ func TestTheStatusworkerCannotFeedItsOwnFailuresBackForever(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(w)
-	eventually(t, 10*time.Second, "both events are hard failures", func() bool {
+	testutil.Eventually(t, 10*time.Second, "both events are hard failures", func() bool {
 		return e.counter("statusworker", "hard_failure") == 2
 	})
 	events := e.events()

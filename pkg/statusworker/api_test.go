@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
@@ -44,7 +45,7 @@ func TestAPI(t *testing.T) {
 	run, _ := e.announce(3, e.logDir)
 	evs := seedEvents(run)
 	e.publish(evs[:len(evs)-1]...)
-	eventually(t, 10*time.Second, "events applied", func() bool {
+	testutil.Eventually(t, 10*time.Second, "events applied", func() bool {
 		return counter(t, sw.cfg, "oxy_statusworker_events_total", "result", "applied") == 9
 	})
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/statusworker"
@@ -78,7 +79,7 @@ func BenchmarkPaced(b *testing.B) {
 			b.Errorf("statusworker: %v", err)
 		}
 	})
-	eventually(b, 10*time.Second, "worker ready", func() bool { return w.Ready().OK })
+	testutil.Eventually(b, 10*time.Second, "worker ready", func() bool { return w.Ready().OK })
 
 	b.ResetTimer()
 	start := time.Now()

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
@@ -195,7 +196,7 @@ func (e *env) stateAfterChecks(r *running, n int64, run string) messages.RunStat
 	e.t.Helper()
 	target := statusworker.Checks(r.w) + n
 	var state messages.RunState
-	eventually(e.t, 10*time.Second, "completion checks", func() bool {
+	testutil.Eventually(e.t, 10*time.Second, "completion checks", func() bool {
 		ref, err := e.topo.Runs().Get(context.Background(), run)
 		if err != nil {
 			e.t.Fatal(err)
@@ -267,18 +268,6 @@ func (e *env) completionsOf(run string) []*messages.RunCompleted {
 		}
 	}
 	return out
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // counter reads a counter or gauge of the worker's registry.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/natsserver/natstest"
@@ -44,7 +45,7 @@ func TestSeedExample(t *testing.T) {
 	if want := filepath.Join(e.logDir, runlog.FileName(run)); c.RunLog != want {
 		t.Fatalf("completion run log %q, want %q", c.RunLog, want)
 	}
-	eventually(t, 5*time.Second, "RunCompleted on the wire", func() bool { return len(e.completionsOf(run)) == 1 })
+	testutil.Eventually(t, 5*time.Second, "RunCompleted on the wire", func() bool { return len(e.completionsOf(run)) == 1 })
 
 	counts, err := store.GetStageCounts(t.Context(), run)
 	if err != nil {
@@ -104,7 +105,7 @@ func TestDuplicatedAndReorderedEvents(t *testing.T) {
 	cfg := e.config(store, nil)
 	cfg.Rebuild = true
 	second := e.start(cfg)
-	eventually(t, 10*time.Second, "the rebuild", func() bool { return second.w.Ready().OK })
+	testutil.Eventually(t, 10*time.Second, "the rebuild", func() bool { return second.w.Ready().OK })
 	if n := counter(t, cfg, "oxy_statusworker_events_total", "result", "stale"); n != 20 {
 		t.Fatalf("stale events on replay %v, want 20", n)
 	}
@@ -139,7 +140,7 @@ func TestTwoReplicasOneCompletion(t *testing.T) {
 	if done.Completed.Done != total {
 		t.Fatalf("completion %+v", done.Completed)
 	}
-	eventually(t, 5*time.Second, "both replicas applied events", func() bool {
+	testutil.Eventually(t, 5*time.Second, "both replicas applied events", func() bool {
 		return counter(t, cfgA, "oxy_statusworker_events_total", "result", "applied") > 0 &&
 			counter(t, cfgB, "oxy_statusworker_events_total", "result", "applied") > 0
 	})
@@ -180,7 +181,7 @@ func TestTransientLedgerOutage(t *testing.T) {
 	e.publish(seedEvents(run)...)
 	// The outage outlasts the worker's retry budget: events are given back
 	// and redelivered, more than once.
-	eventually(t, 10*time.Second, "redeliveries during the outage", func() bool {
+	testutil.Eventually(t, 10*time.Second, "redeliveries during the outage", func() bool {
 		return counter(t, cfg, "oxy_stage_redeliveries_total") >= 3 && counter(t, cfg, "oxy_statusworker_store_retries_total") >= 3
 	})
 	if n, _ := flaky.Ledger.CountCompletedDocs(t.Context(), run, "written"); n != 0 {
@@ -220,7 +221,7 @@ func TestRestartRebuildsTheMemoryLedger(t *testing.T) {
 	run, _ := e.announce(3, e.logDir)
 	evs := seedEvents(run)
 	e.publish(evs[:6]...)
-	eventually(t, 10*time.Second, "the first half applied", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the first half applied", func() bool {
 		return counter(t, cfg1, "oxy_statusworker_events_total", "result", "applied") == 6
 	})
 	first.killed.Store(true)
@@ -252,7 +253,7 @@ func TestRestartRebuildsTheMemoryLedger(t *testing.T) {
 	cfg3 := e.config(jobresults.NewMemoryStore(), natstest.Connect(t, e.srv))
 	cfg3.Rebuild = true
 	third := e.start(cfg3)
-	eventually(t, 10*time.Second, "the third worker's rebuild", func() bool { return third.w.Ready().OK })
+	testutil.Eventually(t, 10*time.Second, "the third worker's rebuild", func() bool { return third.w.Ready().OK })
 	if err := third.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestNoRunStrands(t *testing.T) {
 		sw := e.start(e.config(store, nil))
 		const run = "20260929T170412.345Z"
 		e.publish(seedEvents(run)...)
-		eventually(t, 10*time.Second, "events applied", func() bool {
+		testutil.Eventually(t, 10*time.Second, "events applied", func() bool {
 			return counter(t, sw.cfg, "oxy_statusworker_events_total", "result", "applied") == 10
 		})
 		if _, err := e.topo.AnnounceRun(t.Context(), messages.RunAnnounced{Run: run, Total: 3, FinalDataType: messages.FinalDataType,
@@ -324,7 +325,7 @@ func TestNoRunStrands(t *testing.T) {
 		if got := e.readLog(run); got != "" {
 			t.Fatalf("run log %q, want empty", got)
 		}
-		eventually(t, 5*time.Second, "RunCompleted", func() bool { return len(e.completionsOf(run)) == 1 })
+		testutil.Eventually(t, 5*time.Second, "RunCompleted", func() bool { return len(e.completionsOf(run)) == 1 })
 	})
 
 	t.Run("a doc both written and hard-failed counts once, as done", func(t *testing.T) {
@@ -337,7 +338,7 @@ func TestNoRunStrands(t *testing.T) {
 		// Doc 0 is written and hard-failed; doc 1 is only fed. The cheap
 		// counts reach the total (2) while one doc is still open.
 		e.publish(append(doneDoc(run, 0), writeFailed, fed(run, 1))...)
-		eventually(t, 10*time.Second, "events applied", func() bool {
+		testutil.Eventually(t, 10*time.Second, "events applied", func() bool {
 			return counter(t, sw.cfg, "oxy_statusworker_events_total", "result", "applied") == 6
 		})
 		// Several full checks (the periodic re-check runs every 100ms) must
@@ -362,13 +363,13 @@ func TestNoRunStrands(t *testing.T) {
 		run, _ := e.announce(3, e.logDir)
 		flaky.failCounts.Store(1 << 20) // every check fails …
 		e.publish(seedEvents(run)...)
-		eventually(t, 10*time.Second, "every event applied and checks failed", func() bool {
+		testutil.Eventually(t, 10*time.Second, "every event applied and checks failed", func() bool {
 			return counter(t, sw.cfg, "oxy_statusworker_events_total", "result", "applied") == 10 && flaky.failures.Load() >= 1
 		})
 		// After the last batch at most two batch-triggered checks remain
 		// (one running, one folded); later failures are periodic re-checks.
 		f0 := flaky.failures.Load()
-		eventually(t, 10*time.Second, "periodic checks failing too", func() bool { return flaky.failures.Load() >= f0+3 })
+		testutil.Eventually(t, 10*time.Second, "periodic checks failing too", func() bool { return flaky.failures.Load() >= f0+3 })
 		// … until the ledger answers again. No event will come: only the
 		// periodic re-check can complete the run.
 		flaky.failCounts.Store(0)
@@ -420,7 +421,7 @@ func TestNoRunStrands(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the completion announced", func() bool { return len(e.completionsOf(run)) == 1 })
+		testutil.Eventually(t, 10*time.Second, "the completion announced", func() bool { return len(e.completionsOf(run)) == 1 })
 		if c := e.completionsOf(run)[0]; c.Done != 1 || c.Total != 1 {
 			t.Fatalf("%+v", c)
 		}
@@ -443,7 +444,7 @@ func TestNoRunStrands(t *testing.T) {
 		sub2.Payload = nil
 		e.publish(fed(run, 2), fed(run, 0), fed(run, 1), submitted(run, 0), submitted(run, 1), sub2,
 			unfetched404(run, 0), faulted(run, 1), polled(run, 2), written(run, 2))
-		eventually(t, 10*time.Second, "the later events applied", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the later events applied", func() bool {
 			n, _ := flaky.Ledger.CountCompletedDocs(t.Context(), run, "written")
 			return n == 1
 		})
@@ -512,7 +513,7 @@ func TestRunLogLocation(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.publish(seedEvents(run)...)
-		eventually(t, 10*time.Second, "a failed run-log write", func() bool {
+		testutil.Eventually(t, 10*time.Second, "a failed run-log write", func() bool {
 			return counter(t, sw.cfg, "oxy_statusworker_run_log_errors_total") >= 1
 		})
 		if rec, _ := e.topo.Runs().Get(t.Context(), run); rec.Record.State != messages.RunStateReady {
@@ -525,7 +526,7 @@ func TestRunLogLocation(t *testing.T) {
 		if got := e.readLog(run); got != seedLog {
 			t.Fatalf("run log:\n%s", got)
 		}
-		eventually(t, 5*time.Second, "RunCompleted", func() bool { return len(e.completionsOf(run)) == 1 })
+		testutil.Eventually(t, 5*time.Second, "RunCompleted", func() bool { return len(e.completionsOf(run)) == 1 })
 	})
 
 	t.Run("a run without a run-log location completes without one", func(t *testing.T) {
@@ -557,7 +558,7 @@ func TestMalformedEvents(t *testing.T) {
 	// (recording it could loop).
 	raw(`{"v":1,"run":"` + run + `","doc":"0","data_type":"status","outcome":"exploded","time":"2026-09-29T17:04:12Z"}`)
 
-	eventually(t, 10*time.Second, "4 malformed events counted", func() bool {
+	testutil.Eventually(t, 10*time.Second, "4 malformed events counted", func() bool {
 		return counter(t, sw.cfg, "oxy_statusworker_events_total", "result", "malformed") == 4
 	})
 	// The worker keeps running: the run completes, and the broken events

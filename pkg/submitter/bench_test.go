@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/submitter"
 )
@@ -34,7 +35,7 @@ func BenchmarkSubmitter(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			e.start()
-			eventually(b, 10*time.Minute, "every payload submitted", func() bool { return e.pending() == 0 })
+			testutil.Eventually(b, 10*time.Minute, "every payload submitted", func() bool { return e.pending() == 0 })
 			elapsed := time.Since(start)
 			b.StopTimer()
 			st := e.api.Emulator.Stats()

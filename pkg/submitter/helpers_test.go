@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/natsserver/natstest"
@@ -327,21 +328,9 @@ func (e *env) logged(s string) int {
 	return n
 }
 
-// eventually polls cond until it holds or the timeout passes.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // settled waits until the consumer holds nothing and returns the events.
 func (e *env) settled() []messages.StatusEvent {
 	e.t.Helper()
-	eventually(e.t, 10*time.Second, "every payload is settled", func() bool { return e.pending() == 0 })
+	testutil.Eventually(e.t, 10*time.Second, "every payload is settled", func() bool { return e.pending() == 0 })
 	return e.events()
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/natsserver"
@@ -161,7 +162,7 @@ func TestAKillWhilePayloadsWaitForTheRateBudget(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { _ = first.Run(ctx); close(done) }()
-			eventually(t, 10*time.Second, "the moment of the kill, with payloads waiting for the rate budget", func() bool {
+			testutil.Eventually(t, 10*time.Second, "the moment of the kill, with payloads waiting for the rate budget", func() bool {
 				return tc.killWhen(k) && first.Pacer().Waiters() >= n/2
 			})
 
@@ -195,7 +196,7 @@ func TestAKillWhilePayloadsWaitForTheRateBudget(t *testing.T) {
 			rdone := make(chan struct{})
 			go func() { _ = again.Run(rctx); close(rdone) }()
 			t.Cleanup(func() { rcancel(); <-rdone })
-			eventually(t, 20*time.Second, "every payload is settled", func() bool { return k.obs.pending() == 0 })
+			testutil.Eventually(t, 20*time.Second, "every payload is settled", func() bool { return k.obs.pending() == 0 })
 
 			unknown, ok := 0, 0
 			for i := range n {

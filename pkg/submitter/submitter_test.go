@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
@@ -68,7 +69,7 @@ func TestRedeliveredPayloadWithAJobIDIsNotResubmitted(t *testing.T) {
 	}
 	// The same message again, as after a crash between publishing and acking.
 	e.publish(&messages.Payload{Run: run, Doc: "0", Payload: universal(0)}, false)
-	eventually(t, 10*time.Second, "a second success", func() bool { return len(e.eventsOf("0", messages.Success)) == 2 })
+	testutil.Eventually(t, 10*time.Second, "a second success", func() bool { return len(e.eventsOf("0", messages.Success)) == 2 })
 	e.settled()
 
 	if e.jobs() != 1 || e.requests(emulator.EndpointSubmit) != 1 {
@@ -155,7 +156,7 @@ func TestAYoungClaimIsWaitedForUntilItsHolderStoresTheJob(t *testing.T) {
 	}
 	e.feedUniversal(0, 1)
 	e.start()
-	eventually(t, 10*time.Second, "the payload waited twice", func() bool { return e.counter("oxy_submitter_payloads_total", "wait") >= 2 })
+	testutil.Eventually(t, 10*time.Second, "the payload waited twice", func() bool { return e.counter("oxy_submitter_payloads_total", "wait") >= 2 })
 	if n := len(e.events()); n != 0 {
 		t.Fatalf("%d events while waiting, want none", n)
 	}
@@ -312,7 +313,7 @@ func TestASourceThatTakesNoBatchesFallsBackToSingles(t *testing.T) {
 	for i := 3; i < 6; i++ {
 		e.feed(i, walmart(i))
 	}
-	eventually(t, 10*time.Second, "six successes", func() bool { return e.count(messages.Success) == 6 })
+	testutil.Eventually(t, 10*time.Second, "six successes", func() bool { return e.count(messages.Success) == 6 })
 	e.settled()
 	if e.requests(emulator.EndpointBatch) != 1 || e.requests(emulator.EndpointSubmit) != 6 || e.jobs() != 6 {
 		t.Fatalf("batch %d, single %d, jobs %d; want 1, 6, 6",
@@ -373,7 +374,7 @@ func TestA401StopsTheRun(t *testing.T) {
 	// The rest of the run is recorded without hammering the API.
 	before := e.api.Emulator.Stats().Unauthorized
 	e.feedUniversal(3, 6)
-	eventually(t, 10*time.Second, "six failures", func() bool { return e.count(messages.HardFailure) == 6 })
+	testutil.Eventually(t, 10*time.Second, "six failures", func() bool { return e.count(messages.HardFailure) == 6 })
 	e.settled()
 	for i := 3; i < 6; i++ {
 		f := e.eventsOf(messages.DocID(i), messages.HardFailure)
@@ -637,7 +638,7 @@ func TestPacedSubmissionsStayWithinTheRateLimitAndBillOnce(t *testing.T) {
 	}
 	e.feedUniversal(40, 160)
 	e.start()
-	eventually(t, 20*time.Second, "160 successes", func() bool { return e.count(messages.Success) == 160 })
+	testutil.Eventually(t, 20*time.Second, "160 successes", func() bool { return e.count(messages.Success) == 160 })
 	e.settled()
 
 	// The pacer keeps within the budget; a window it opens before the API
@@ -671,7 +672,7 @@ func TestADrainReleasesWhatWasNotSentAndARestartFinishesOnce(t *testing.T) {
 	}})
 	e.feedUniversal(0, 6)
 	stop := e.start()
-	eventually(t, 10*time.Second, "a first success", func() bool { return e.count(messages.Success) >= 1 })
+	testutil.Eventually(t, 10*time.Second, "a first success", func() bool { return e.count(messages.Success) >= 1 })
 	began := time.Now()
 	if err := stop(); err != nil {
 		t.Fatalf("Run returned %v, want nil", err)
@@ -707,7 +708,7 @@ func TestADrainReleasesWhatWasNotSentAndARestartFinishesOnce(t *testing.T) {
 	}
 	e.sub = again
 	e.start()
-	eventually(t, 10*time.Second, "six successes", func() bool { return e.count(messages.Success) == 6 })
+	testutil.Eventually(t, 10*time.Second, "six successes", func() bool { return e.count(messages.Success) == 6 })
 	e.settled()
 	if e.jobs() != 6 {
 		t.Fatalf("%d jobs, want 6", e.jobs())
@@ -734,7 +735,7 @@ func TestADeadLetterWhoseClaimHoldsAJobIsTheJobsSuccess(t *testing.T) {
 	e.start()
 	// Both allowed deliveries found the claim held and waited; the next one
 	// is past MaxDeliver and goes to the dead letter without the handler.
-	eventually(t, 10*time.Second, "two waits", func() bool { return e.counter("oxy_submitter_payloads_total", "wait") == 2 })
+	testutil.Eventually(t, 10*time.Second, "two waits", func() bool { return e.counter("oxy_submitter_payloads_total", "wait") == 2 })
 	if err := e.topo.Claims().MarkSubmitted(ctx, ref, "7500000000000000099", time.Now()); err != nil {
 		t.Fatal(err)
 	}
