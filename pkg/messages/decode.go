@@ -131,6 +131,7 @@ func (r *RunCompleted) identity() (string, string) { return r.Run, "" }
 func decode[T any, PT interface {
 	*T
 	versioned
+	json.Unmarshaler
 }](kind Kind, subject string, data []byte, needDoc bool, check func(*T) string) (*T, error) {
 	fail := func(reason string) error {
 		k := Peek(subject, data)
@@ -148,10 +149,13 @@ func decode[T any, PT interface {
 		subjectRun = run
 	}
 	var v T
-	if err := json.Unmarshal(data, &v); err != nil {
+	p := PT(&v)
+	// The envelope's own UnmarshalJSON, called directly: json.Unmarshal
+	// would only validate and scan the bytes once more before calling it
+	// with the same bytes, and it returns the same errors.
+	if err := p.UnmarshalJSON(data); err != nil {
 		return nil, fail(jsonReason(err))
 	}
-	p := PT(&v)
 	switch ver := p.version(); {
 	case ver == 0:
 		return nil, fail(`missing "v" (envelope version)`)

@@ -103,24 +103,12 @@ func marshalWithExtra(v any, extra Extra, known map[string]struct{}) ([]byte, er
 }
 
 // unmarshalWithExtra decodes data into v (a pointer to a struct without its
-// own UnmarshalJSON) and returns the fields that v does not know.
+// own UnmarshalJSON) and returns the fields that v does not know. The struct
+// is decoded once; the unknown fields are then picked out of the (by then
+// known to be valid) bytes without decoding them again.
 func unmarshalWithExtra(data []byte, v any, known map[string]struct{}) (Extra, error) {
 	if err := json.Unmarshal(data, v); err != nil {
 		return nil, err
 	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(data, &all); err != nil {
-		return nil, err
-	}
-	var extra Extra
-	for k, raw := range all {
-		if _, ok := known[k]; ok {
-			continue
-		}
-		if extra == nil {
-			extra = make(Extra)
-		}
-		extra[k] = raw
-	}
-	return extra, nil
+	return unknownFields(data, known), nil
 }

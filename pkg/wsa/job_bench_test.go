@@ -1,0 +1,33 @@
+package wsa_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/emulator"
+	"github.com/oxypipe/oxypipe/pkg/payload"
+	"github.com/oxypipe/oxypipe/pkg/wsa"
+)
+
+// BenchmarkJobUnmarshal decodes the job object the emulator returns for a
+// universal submission (the full 34-field object), as the status and
+// results calls do for every doc.
+func BenchmarkJobUnmarshal(b *testing.B) {
+	srv := emulator.NewServer(b, emulator.Config{RateLimit: emulator.Unlimited, RenderRateLimit: emulator.Unlimited, JobTime: time.Hour})
+	c := benchClient(b, srv.URL, srv.Username, srv.Password)
+	job, _, err := c.Submit(context.Background(), payload.New("universal", "url", "https://sandbox.oxylabs.io/products/1"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := []byte(job.Raw)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		var j wsa.Job
+		if err := json.Unmarshal(raw, &j); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
