@@ -1,9 +1,9 @@
 package poller
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oxypipe/oxypipe/pkg/promreg"
 )
 
 // Results counted by oxy_poller_checks_total.
@@ -33,10 +33,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		var err error
-		if m.checks, err = register(reg, m.checks); err != nil {
+		if m.checks, err = promreg.Register(reg, m.checks); err != nil {
 			return nil, err
 		}
-		if m.doneLag, err = register(reg, m.doneLag); err != nil {
+		if m.doneLag, err = promreg.Register(reg, m.doneLag); err != nil {
 			return nil, err
 		}
 	}
@@ -44,20 +44,4 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.checks.WithLabelValues(r) // export zeros so rates work from the start
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under
-// the same description (several pollers in one process may share a
-// registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }

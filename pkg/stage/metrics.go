@@ -1,9 +1,9 @@
 package stage
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oxypipe/oxypipe/pkg/promreg"
 )
 
 // Outcomes counted by oxy_stage_messages_total.
@@ -46,19 +46,19 @@ func newMetrics(reg prometheus.Registerer, stage string) (*metrics, error) {
 	}, []string{"stage"})
 	if reg != nil {
 		var err error
-		if messages, err = register(reg, messages); err != nil {
+		if messages, err = promreg.Register(reg, messages); err != nil {
 			return nil, err
 		}
-		if handle, err = register(reg, handle); err != nil {
+		if handle, err = promreg.Register(reg, handle); err != nil {
 			return nil, err
 		}
-		if inFlight, err = register(reg, inFlight); err != nil {
+		if inFlight, err = promreg.Register(reg, inFlight); err != nil {
 			return nil, err
 		}
-		if redeliveries, err = register(reg, redeliveries); err != nil {
+		if redeliveries, err = promreg.Register(reg, redeliveries); err != nil {
 			return nil, err
 		}
-		if lost, err = register(reg, lost); err != nil {
+		if lost, err = promreg.Register(reg, lost); err != nil {
 			return nil, err
 		}
 	}
@@ -72,19 +72,4 @@ func newMetrics(reg prometheus.Registerer, stage string) (*metrics, error) {
 		redeliveries: redeliveries.With(labels),
 		lost:         lost.With(labels),
 	}, nil
-}
-
-// register registers c, or returns the collector already registered under
-// the same description (several workers in one process share a registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }

@@ -1,9 +1,9 @@
 package statusworker
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oxypipe/oxypipe/pkg/promreg"
 )
 
 // metrics are the statusworker's own series (its stage runtime exports the
@@ -28,7 +28,7 @@ type metrics struct {
 	runLogError prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oxy_statusworker_events_total",
@@ -66,29 +66,32 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg == nil {
-		return m
+		return m, nil
 	}
-	m.events = register(reg, m.events)
-	m.writeTime = register(reg, m.writeTime)
-	m.retries = register(reg, m.retries)
-	m.lag = register(reg, m.lag)
-	m.runDocs = register(reg, m.runDocs)
-	m.openRuns = register(reg, m.openRuns)
-	m.runs = register(reg, m.runs)
-	m.runLogError = register(reg, m.runLogError)
-	return m
-}
-
-// register registers c, or returns the collector already registered under
-// its name (two workers in one process sharing a registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
+	var err error
+	if m.events, err = promreg.Register(reg, m.events); err != nil {
+		return nil, err
 	}
-	return c
+	if m.writeTime, err = promreg.Register(reg, m.writeTime); err != nil {
+		return nil, err
+	}
+	if m.retries, err = promreg.Register(reg, m.retries); err != nil {
+		return nil, err
+	}
+	if m.lag, err = promreg.Register(reg, m.lag); err != nil {
+		return nil, err
+	}
+	if m.runDocs, err = promreg.Register(reg, m.runDocs); err != nil {
+		return nil, err
+	}
+	if m.openRuns, err = promreg.Register(reg, m.openRuns); err != nil {
+		return nil, err
+	}
+	if m.runs, err = promreg.Register(reg, m.runs); err != nil {
+		return nil, err
+	}
+	if m.runLogError, err = promreg.Register(reg, m.runLogError); err != nil {
+		return nil, err
+	}
+	return m, nil
 }

@@ -52,10 +52,14 @@ func New(cfg Config) (*StatusWorker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("statusworker: metrics: %w", err)
+	}
 	w := &StatusWorker{
 		cfg:    cfg,
 		log:    cfg.Logger.With(zap.String("stage", string(topology.StatusWorker))),
-		met:    newMetrics(cfg.Registerer),
+		met:    met,
 		actor:  messages.Actor{Type: string(topology.StatusWorker), Name: cfg.Instance},
 		holder: cfg.Instance + "/" + randomToken(),
 	}

@@ -1,9 +1,9 @@
 package submitter
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oxypipe/oxypipe/pkg/promreg"
 )
 
 // Outcomes counted by oxy_submitter_payloads_total.
@@ -52,19 +52,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	})
 	if reg != nil {
 		var err error
-		if payloads, err = register(reg, payloads); err != nil {
+		if payloads, err = promreg.Register(reg, payloads); err != nil {
 			return nil, err
 		}
-		if requests, err = register(reg, requests); err != nil {
+		if requests, err = promreg.Register(reg, requests); err != nil {
 			return nil, err
 		}
-		if latency, err = register(reg, latency); err != nil {
+		if latency, err = promreg.Register(reg, latency); err != nil {
 			return nil, err
 		}
-		if batchSize, err = register(reg, batchSize); err != nil {
+		if batchSize, err = promreg.Register(reg, batchSize); err != nil {
 			return nil, err
 		}
-		if pacerWait, err = register(reg, pacerWait); err != nil {
+		if pacerWait, err = promreg.Register(reg, pacerWait); err != nil {
 			return nil, err
 		}
 	}
@@ -75,18 +75,3 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) count(outcome string) { m.payloads.WithLabelValues(outcome).Inc() }
-
-// register registers c, or returns the collector already registered under
-// the same description (two submitters in one process share a registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
-}

@@ -1,9 +1,9 @@
 package writer
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oxypipe/oxypipe/pkg/promreg"
 )
 
 type metrics struct {
@@ -38,19 +38,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		var err error
-		if m.bytes, err = register(reg, m.bytes); err != nil {
+		if m.bytes, err = promreg.Register(reg, m.bytes); err != nil {
 			return nil, err
 		}
-		if m.write, err = register(reg, m.write); err != nil {
+		if m.write, err = promreg.Register(reg, m.write); err != nil {
 			return nil, err
 		}
-		if m.finishToWrite, err = register(reg, m.finishToWrite); err != nil {
+		if m.finishToWrite, err = promreg.Register(reg, m.finishToWrite); err != nil {
 			return nil, err
 		}
-		if m.failures, err = register(reg, m.failures); err != nil {
+		if m.failures, err = promreg.Register(reg, m.failures); err != nil {
 			return nil, err
 		}
-		if m.probes, err = register(reg, m.probes); err != nil {
+		if m.probes, err = promreg.Register(reg, m.probes); err != nil {
 			return nil, err
 		}
 	}
@@ -60,20 +60,4 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.probes.WithLabelValues("ok")
 	m.probes.WithLabelValues("error")
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under
-// the same description (several writers in one process may share a
-// registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }
