@@ -145,8 +145,14 @@ func TestAPI(t *testing.T) {
 	t.Run("a completed run shows its completion", func(t *testing.T) {
 		e.publish(evs[len(evs)-1])
 		e.waitCompleted(run)
+		// The worker updates its own view right after storing the record,
+		// a moment after the bucket shows it.
 		var got statusworker.RunDetail
-		get(t, "GET", "/runs/"+run, 200, &got)
+		testutil.Eventually(t, 5*time.Second, "the API shows the completion", func() bool {
+			got = statusworker.RunDetail{}
+			get(t, "GET", "/runs/"+run, 200, &got)
+			return got.State == messages.RunStateCompleted
+		})
 		if got.Completed == nil || got.Completed.Done != 1 || got.Progress != nil {
 			t.Fatalf("%+v", got)
 		}

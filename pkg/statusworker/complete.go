@@ -177,7 +177,7 @@ func (w *StatusWorker) complete(ctx context.Context, rec messages.RunRecord) err
 		CompletedAt:  w.cfg.Now().UTC(),
 		RunLog:       where,
 	}
-	won, _, err := runs.Transition(ctx, run, func(r *messages.RunRecord) bool {
+	won, ref, err := runs.Transition(ctx, run, func(r *messages.RunRecord) bool {
 		if r.State != messages.RunStateReady && r.State != messages.RunStateStopping {
 			return false
 		}
@@ -197,6 +197,9 @@ func (w *StatusWorker) complete(ctx context.Context, rec messages.RunRecord) err
 		w.log.Info("run completed by another replica", zap.String("run", run))
 		return nil
 	}
+	// Read-your-writes: the API answers from the tracker, which would
+	// otherwise show the run ready until the watcher delivers this change.
+	w.runs.observe(ref.Record, ref.Revision)
 	w.met.runs.WithLabelValues("completed").Inc()
 	w.log.Info(fmt.Sprintf("run %s completed: %d done, %d faulted, %d rejected, %d unsubmitted, %d unfetched",
 		run, completed.Done, completed.Faulted, completed.Rejected, completed.Unsubmitted, completed.Unfetched),

@@ -61,7 +61,7 @@ func (w *StatusWorker) prepare(ctx context.Context, rec messages.RunRecord) erro
 			reason = fmt.Sprintf("the run log cannot be written to %s: %s", redact.String(loc), redact.String(err.Error()))
 		}
 	}
-	applied, _, err := w.cfg.Topology.Runs().Transition(ctx, run, func(r *messages.RunRecord) bool {
+	applied, ref, err := w.cfg.Topology.Runs().Transition(ctx, run, func(r *messages.RunRecord) bool {
 		if r.State != messages.RunStateAnnounced {
 			return false
 		}
@@ -74,6 +74,9 @@ func (w *StatusWorker) prepare(ctx context.Context, rec messages.RunRecord) erro
 	})
 	if err != nil {
 		return fmt.Errorf("mark run ready: %w", err)
+	}
+	if applied {
+		w.runs.observe(ref.Record, ref.Revision) // read-your-writes, as in completeRun
 	}
 	switch {
 	case !applied:
