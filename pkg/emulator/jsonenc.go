@@ -1,10 +1,11 @@
 package emulator
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/oxypipe/oxypipe/internal/jsonscan"
 )
 
 // The emulator writes its JSON by hand from templates: encoding/json would
@@ -67,29 +68,13 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// rawString decodes a raw JSON value that must be a string.
-func rawString(raw json.RawMessage) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	inner := raw[1 : len(raw)-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner), true
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false
-	}
-	return s, true
-}
-
 // rawInt decodes a raw JSON integer, or a string of digits when digits is set.
 func rawInt(raw json.RawMessage, digits bool) (int, bool) {
 	if len(raw) > 0 && raw[0] == '"' {
 		if !digits {
 			return 0, false
 		}
-		s, ok := rawString(raw)
+		s, ok := jsonscan.String(raw)
 		if !ok {
 			return 0, false
 		}

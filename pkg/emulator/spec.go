@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/oxypipe/oxypipe/internal/jsonscan"
 )
 
 // A spec is everything about a job that comes from its payload except the
@@ -97,7 +99,7 @@ func newSpec(src *sourceInfo, inputKey string, fields map[string]json.RawMessage
 	if n, ok := rawInt(fields["start_page"], true); ok && n > 0 {
 		sp.firstPage = n
 	}
-	render, _ := rawString(fields["render"])
+	render, _ := jsonscan.String(fields["render"])
 	xhr := truthy(fields["xhr"])
 	sp.rendered = render != "" || xhr
 	sp.types = typeSet(1) << typeRaw
@@ -114,8 +116,8 @@ func newSpec(src *sourceInfo, inputKey string, fields map[string]json.RawMessage
 		sp.types |= 1 << typeXHR
 	}
 	sp.defType = sp.types.defaultType()
-	sp.callbackURL, _ = rawString(fields["callback_url"])
-	sp.storageURL, _ = rawString(fields["storage_url"])
+	sp.callbackURL, _ = jsonscan.String(fields["callback_url"])
+	sp.storageURL, _ = jsonscan.String(fields["storage_url"])
 	if src.full {
 		sp.tmpl = fullTemplate(sp, fields, clientID)
 	} else {

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/oxypipe/oxypipe/internal/jsonscan"
 )
 
 // maxBody bounds a request body (a batch of 5000 long URLs fits easily).
@@ -69,7 +71,7 @@ func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user stri
 		e.badJSON(w, r, user)
 		return
 	}
-	source, _ := rawString(fields["source"])
+	source, _ := jsonscan.String(fields["source"])
 	src := e.sources[source]
 	if src == nil {
 		e.rejectWith(w, r, reject(msgUnsupportedSrc), user)
@@ -160,7 +162,7 @@ func (e *Emulator) serveBatch(w http.ResponseWriter, r *http.Request, user strin
 			return
 		}
 	}
-	source, _ := rawString(fields["source"])
+	source, _ := jsonscan.String(fields["source"])
 	src := e.sources[source]
 	// The API checks the source before the shape of the batch.
 	if src == nil {

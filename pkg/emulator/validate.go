@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/oxypipe/oxypipe/internal/jsonscan"
 )
 
 // The API's messages, as observed live (the batch size one is unconfirmed).
@@ -51,79 +53,11 @@ func decodeObject(body []byte) (map[string]json.RawMessage, bool) {
 	if !json.Valid(body) {
 		return nil, false
 	}
-	i := skipSpace(body, 0)
-	if body[i] != '{' {
-		return nil, false
-	}
 	fields := make(map[string]json.RawMessage, 8)
-	i = skipSpace(body, i+1)
-	if body[i] == '}' {
-		return fields, true
-	}
-	for {
-		end := stringEnd(body, i)
-		key, ok := rawString(body[i:end])
-		if !ok {
-			return nil, false
-		}
-		i = skipSpace(body, skipSpace(body, end)+1) // past ':'
-		vend := valueEnd(body, i)
-		fields[key] = body[i:vend]
-		i = skipSpace(body, vend)
-		if body[i] != ',' {
-			return fields, true // '}'
-		}
-		i = skipSpace(body, i+1)
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index after the string starting at b[i] == '"'.
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(b)
-}
-
-// valueEnd returns the index after the (valid) JSON value starting at b[i].
-func valueEnd(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				j = stringEnd(b, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	return j
+	isObject := jsonscan.Object(body, func(name, value []byte) {
+		fields[string(name)] = value
+	})
+	return fields, isObject
 }
 
 // inputOf returns the input value of fields for key. Strings are taken as
@@ -133,7 +67,7 @@ func inputOf(fields map[string]json.RawMessage, key string) (value string, prese
 	if !ok {
 		return "", false, false
 	}
-	if s, ok := rawString(raw); ok {
+	if s, ok := jsonscan.String(raw); ok {
 		return s, true, true
 	}
 	if isNull(raw) {
@@ -266,14 +200,14 @@ func checkURL(raw string, hosts bool) string {
 // checkDelivery checks callback_url and storage_url.
 func checkDelivery(fields map[string]json.RawMessage) *Rejection {
 	if raw, ok := fields["callback_url"]; ok && !isNull(raw) {
-		s, ok := rawString(raw)
+		s, ok := jsonscan.String(raw)
 		if !ok || checkURL(s, false) != "" {
 			return reject(msgCallbackInvalid)
 		}
 	}
-	kind, _ := rawString(fields["storage_type"])
+	kind, _ := jsonscan.String(fields["storage_type"])
 	if kind == "s3_compatible" || kind == "tos" {
-		s, _ := rawString(fields["storage_url"])
+		s, _ := jsonscan.String(fields["storage_url"])
 		u, err := url.Parse(s)
 		if err != nil || u.User == nil {
 			return reject(msgStorageUserinfo)
@@ -289,7 +223,7 @@ func checkDelivery(fields map[string]json.RawMessage) *Rejection {
 // answer with a sorted `errors` list.
 func checkStrict(src *sourceInfo, fields map[string]json.RawMessage, input string, present bool) *Rejection {
 	if raw, ok := fields["url"]; ok && src.inputKey == "url" {
-		s, isString := rawString(raw)
+		s, isString := jsonscan.String(raw)
 		if !isString || checkURL(s, false) != "" {
 			return reject(msgURLInvalid)
 		}

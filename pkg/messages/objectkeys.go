@@ -2,7 +2,8 @@ package messages
 
 import (
 	"encoding/json"
-	"unicode/utf8"
+
+	"github.com/oxypipe/oxypipe/internal/jsonscan"
 )
 
 // unknownFields returns the members of the JSON object data whose names are
@@ -14,127 +15,15 @@ import (
 // data must be valid JSON (it has already been decoded into the envelope's
 // struct); anything but an object yields nil.
 func unknownFields(data []byte, known map[string]struct{}) Extra {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return nil
-	}
 	var extra Extra
-	i = skipSpace(data, i+1)
-	for i < len(data) && data[i] == '"' {
-		keyStart := i
-		i = skipString(data, i)
-		rawKey := data[keyStart:i]
-		i = skipSpace(data, i)
-		if i < len(data) && data[i] == ':' {
-			i++
+	jsonscan.Object(data, func(name, value []byte) {
+		if _, ok := known[string(name)]; ok { // no allocation for the lookup
+			return
 		}
-		i = skipSpace(data, i)
-		valueStart := i
-		i = skipValue(data, i)
-		value := data[valueStart:i]
-
-		if plain, ok := plainKey(rawKey); ok {
-			if _, ok := known[string(plain)]; !ok { // no allocation for the lookup
-				if extra == nil {
-					extra = make(Extra)
-				}
-				extra[string(plain)] = append(json.RawMessage(nil), value...)
-			}
-		} else {
-			var name string
-			if json.Unmarshal(rawKey, &name) == nil {
-				if _, ok := known[name]; !ok {
-					if extra == nil {
-						extra = make(Extra)
-					}
-					extra[name] = append(json.RawMessage(nil), value...)
-				}
-			}
+		if extra == nil {
+			extra = make(Extra)
 		}
-
-		i = skipSpace(data, i)
-		if i < len(data) && data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
-	}
+		extra[string(name)] = append(json.RawMessage(nil), value...)
+	})
 	return extra
-}
-
-// plainKey returns the text of a quoted JSON name when it needs no
-// unescaping and no UTF-8 repair (no backslash, ASCII only), which is every
-// name this package writes.
-func plainKey(quoted []byte) ([]byte, bool) {
-	if len(quoted) < 2 {
-		return nil, false
-	}
-	inner := quoted[1 : len(quoted)-1]
-	for _, c := range inner {
-		if c == '\\' || c >= utf8.RuneSelf {
-			return nil, false
-		}
-	}
-	return inner, true
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// skipString returns the index just after the string that starts with the
-// quote at data[i].
-func skipString(data []byte, i int) int {
-	for i++; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			i++ // the escaped byte (the rest of a \uXXXX is plain hex)
-		case '"':
-			return i + 1
-		}
-	}
-	return i
-}
-
-// skipValue returns the index just after the value that starts at data[i].
-func skipValue(data []byte, i int) int {
-	if i >= len(data) {
-		return i
-	}
-	switch data[i] {
-	case '"':
-		return skipString(data, i)
-	case '{', '[':
-		depth := 0
-		for i < len(data) {
-			switch data[i] {
-			case '"':
-				i = skipString(data, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	}
-	for i < len(data) { // a number, true, false or null
-		switch data[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-		i++
-	}
-	return i
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/oxypipe/oxypipe/internal/jsonscan"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 )
 
@@ -185,14 +186,8 @@ func matchBatch(ps []payload.Payload, inputKey string, jobs []Job, errs []batchE
 
 // echoedInput is the job object's value of the batch's input key.
 func echoedInput(j Job, inputKey string) string {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(j.Raw, &obj) != nil {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(obj[inputKey], &s) != nil {
-		return ""
-	}
+	v, _ := jsonscan.Member(j.Raw, inputKey)
+	s, _ := jsonscan.String(v)
 	return s
 }
 

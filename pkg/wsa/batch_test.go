@@ -155,6 +155,21 @@ func TestSubmitBatchWholeFailures(t *testing.T) {
 			t.Fatalf("err = %v, %d requests", err, len(rec.all()))
 		}
 	})
+	for body, want := range map[string]string{
+		`{"queries":{"id":"1"}}`:     `its "queries" is not a list`,
+		`{"queries":[{"id":"1"},5]}`: "queries[1]: wsa: a job must be a JSON object",
+		`[{"id":"1"}]`:               "the answer is not a JSON object",
+		`{"queries":[{"id":"1"}]} x`: "invalid character 'x' after top-level value",
+	} {
+		t.Run("a 202 that is not a batch answer: "+body, func(t *testing.T) {
+			t.Parallel()
+			c, _ := setup(t, always(answer{status: 202, body: body}))
+			_, _, err := c.SubmitBatch(context.Background(), ps)
+			if !errors.Is(err, wsa.ErrBadResponse) || !wsa.MayHaveCreatedJob(err) || !strings.HasSuffix(err.Error(), want) {
+				t.Fatalf("err = %v, want it to end in %q", err, want)
+			}
+		})
+	}
 	t.Run("an undecodable 202 may have created jobs", func(t *testing.T) {
 		t.Parallel()
 		c, _ := setup(t, always(answer{status: 202, body: `{"queries":[`}))

@@ -2,7 +2,6 @@ package wsa
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 )
@@ -19,12 +18,20 @@ func (c *Client) Status(ctx context.Context, id string) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	var job Job
-	if err := json.Unmarshal(r.Body, &job); err != nil {
+	job, err := parseJob(r.Body)
+	if err != nil {
 		return Job{}, newBadResponse(r.StatusCode, "decoding the job", err)
 	}
 	if job.ID == "" {
 		return Job{}, newBadResponse(r.StatusCode, "decoding the job", errors.New("the job has no id"))
 	}
 	return job, nil
+}
+
+// parseJob reads an answer that must be one job object.
+func parseJob(body []byte) (Job, error) {
+	if err := validJSON(body); err != nil {
+		return Job{}, err
+	}
+	return decodeJob(body)
 }

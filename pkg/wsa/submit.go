@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
+	"github.com/oxypipe/oxypipe/internal/jsonscan"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 )
 
@@ -19,8 +21,8 @@ func (c *Client) Submit(ctx context.Context, p payload.Payload) (Job, RateLimit,
 	if err != nil {
 		return Job{}, rl, err
 	}
-	var job Job
-	if err := json.Unmarshal(r.Body, &job); err != nil {
+	job, err := parseJob(r.Body)
+	if err != nil {
 		return Job{}, rl, newBadResponse(r.StatusCode, "decoding the job", err)
 	}
 	if job.ID == "" {
@@ -80,13 +82,48 @@ func (c *Client) SubmitBatch(ctx context.Context, ps []payload.Payload) (BatchRe
 	if err != nil {
 		return BatchResult{}, rl, err
 	}
-	var answer struct {
-		Queries []Job           `json:"queries"`
-		Errors  json.RawMessage `json:"errors"`
-	}
-	if err := json.Unmarshal(r.Body, &answer); err != nil {
+	jobs, errs, err := parseBatch(r.Body)
+	if err != nil {
 		return BatchResult{}, rl, newBadResponse(r.StatusCode, "decoding the batch", err)
 	}
 	inputKey, _ := ps[0].Input()
-	return matchBatch(ps, inputKey, answer.Queries, batchErrors(answer.Errors, r.StatusCode)), rl, nil
+	return matchBatch(ps, inputKey, jobs, batchErrors(errs, r.StatusCode)), rl, nil
+}
+
+// parseBatch reads a batch answer, {"queries": [job…], "errors": …}: one
+// validation of the whole body, then one scan per job.
+func parseBatch(body []byte) (jobs []Job, errs json.RawMessage, err error) {
+	if err := validJSON(body); err != nil {
+		return nil, nil, err
+	}
+	var queries []byte
+	isObject := jsonscan.Object(body, func(name, value []byte) {
+		switch string(name) {
+		case "queries":
+			queries = value
+		case "errors":
+			errs = value
+		}
+	})
+	if !isObject {
+		return nil, nil, errors.New("the answer is not a JSON object")
+	}
+	if len(queries) == 0 || string(queries) == "null" {
+		return nil, errs, nil
+	}
+	var jobErr error
+	isArray := jsonscan.Array(queries, func(v []byte) {
+		job, err := decodeJob(v)
+		if err != nil && jobErr == nil {
+			jobErr = fmt.Errorf("queries[%d]: %w", len(jobs), err)
+		}
+		jobs = append(jobs, job)
+	})
+	switch {
+	case !isArray:
+		return nil, nil, errors.New(`its "queries" is not a list`)
+	case jobErr != nil:
+		return nil, nil, jobErr
+	}
+	return jobs, errs, nil
 }
