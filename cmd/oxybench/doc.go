@@ -28,8 +28,15 @@
 // The stages run with their production defaults (consumer settings, batch
 // sizes, the poller's schedule: first check 1 s after submission), each on
 // its own connection; the writer writes into a local folder with fsync on
-// (--nosync turns it off). The status events are read by an ordered
-// consumer standing in for the statusworker.
+// (--nosync turns it off). The end of the run is read from the stages' own
+// counters; the status events, from which each doc's times come, are read
+// afterwards by an ordered consumer, so that no consumer outside the
+// pipeline takes CPU during the measured time. No statusworker runs: its
+// own benchmark is in pkg/statusworker.
+//
+// --dir puts the broker's store and the results in a folder of your
+// choice: a fresh one per run on ext4 (creating files right after many
+// were deleted is slow there), or one on tmpfs to take the disk out.
 //
 // Usage:
 //
