@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/destination"
@@ -87,8 +88,18 @@ func (f *runFlags) check() error {
 		return usageErrorf("--resume needs the --state-dir of the killed run (or --nats for a run of a deployed pipeline)")
 	case f.statusAddr != "" && f.natsURL != "":
 		return usageErrorf("--status-addr serves the in-process statusworker; with --nats, ask the deployed statusworker")
+	case f.natsURL != "" && relativeFolder(f.destination):
+		return usageErrorf("with --nats the deployed writer writes the files, from its own working folder: give -d as it sees it, an absolute path or an s3://, gs:// or az:// URL (not %q)", f.destination)
+	case f.natsURL != "" && relativeFolder(f.runLog):
+		return usageErrorf("with --nats the deployed statusworker writes the run log, from its own working folder: give --run-log as it sees it, an absolute path or a URL (not %q)", f.runLog)
 	}
 	return nil
+}
+
+// relativeFolder reports whether location is a relative local folder path,
+// which a worker process would resolve against its own working folder.
+func relativeFolder(location string) bool {
+	return location != "" && !strings.Contains(location, "://") && !filepath.IsAbs(location)
 }
 
 func runFlagSet() (*flagSet, *runFlags) {
