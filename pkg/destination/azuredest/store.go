@@ -17,7 +17,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/oxypipe/oxypipe/pkg/destination/internal/core"
-	"github.com/oxypipe/oxypipe/pkg/redact"
 )
 
 // Store is a destination in an Azure Blob Storage container under a prefix.
@@ -33,13 +32,9 @@ type Store struct {
 // New returns a store for the blobs of containerName under prefix. It builds
 // a client from cfg and the environment but sends no request; Probe does.
 func New(_ context.Context, containerName, prefix string, cfg Config) (*Store, error) {
-	keyPrefix, err := core.KeyPrefix(prefix)
-	location := redact.String(core.ObjectURL("az", containerName, keyPrefix))
+	keyPrefix, location, err := core.OpenObjectStore("az", containerName, prefix)
 	if err != nil {
-		return nil, core.Fail("open", location, "", err)
-	}
-	if err := core.ValidateBucket(containerName); err != nil {
-		return nil, core.Fail("open", location, "", err)
+		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {

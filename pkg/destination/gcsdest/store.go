@@ -15,7 +15,6 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/oxypipe/oxypipe/pkg/destination/internal/core"
-	"github.com/oxypipe/oxypipe/pkg/redact"
 )
 
 // DefaultChunkSize is the default Config.ChunkSize.
@@ -71,13 +70,9 @@ type Store struct {
 // New returns a store for the objects of bucket under prefix. It creates a
 // client (which looks up credentials) but sends no request; Probe does.
 func New(ctx context.Context, bucket, prefix string, cfg Config) (*Store, error) {
-	keyPrefix, err := core.KeyPrefix(prefix)
-	location := redact.String(core.ObjectURL("gs", bucket, keyPrefix))
+	keyPrefix, location, err := core.OpenObjectStore("gs", bucket, prefix)
 	if err != nil {
-		return nil, core.Fail("open", location, "", err)
-	}
-	if err := core.ValidateBucket(bucket); err != nil {
-		return nil, core.Fail("open", location, "", err)
+		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {

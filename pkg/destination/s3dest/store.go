@@ -17,7 +17,6 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/oxypipe/oxypipe/pkg/destination/internal/core"
-	"github.com/oxypipe/oxypipe/pkg/redact"
 )
 
 // Store is a destination in an S3 bucket under a key prefix. It is safe for
@@ -34,13 +33,9 @@ type Store struct {
 // "runs/2026", with or without slashes around it). It reads the environment
 // and shared config but sends no request; Probe does.
 func New(ctx context.Context, bucket, prefix string, cfg Config) (*Store, error) {
-	keyPrefix, err := core.KeyPrefix(prefix)
-	location := redact.String(core.ObjectURL("s3", bucket, keyPrefix))
+	keyPrefix, location, err := core.OpenObjectStore("s3", bucket, prefix)
 	if err != nil {
-		return nil, core.Fail("open", location, "", err)
-	}
-	if err := core.ValidateBucket(bucket); err != nil {
-		return nil, core.Fail("open", location, "", err)
+		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {

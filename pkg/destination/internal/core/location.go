@@ -3,7 +3,25 @@ package core
 import (
 	"fmt"
 	"strings"
+
+	"github.com/oxypipe/oxypipe/pkg/redact"
 )
+
+// OpenObjectStore does what every object store's New does first: it checks
+// the bucket (or container) name and the prefix, and returns the key prefix
+// and the store's location for messages (scheme://bucket/prefix, redacted).
+// Its error is already the "open" Error naming that location.
+func OpenObjectStore(scheme, bucket, prefix string) (keyPrefix, location string, err error) {
+	keyPrefix, err = KeyPrefix(prefix)
+	location = redact.String(ObjectURL(scheme, bucket, keyPrefix))
+	if err == nil {
+		err = ValidateBucket(bucket)
+	}
+	if err != nil {
+		return "", location, Fail("open", location, "", err)
+	}
+	return keyPrefix, location, nil
+}
 
 // KeyPrefix turns the path part of an object-store URL into the prefix of
 // every key below it: "" for the bucket's root, else the cleaned segments
