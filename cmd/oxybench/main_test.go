@@ -21,6 +21,7 @@ func TestASmallRunPrintsEveryDocDoneAndTheRawRate(t *testing.T) {
 		"| **raw JetStream rate** |",
 		"| submitter | 60 (60 / 0 / 0) |",
 		"| writer | 60 (60 / 0 / 0) |",
+		"| process CPU during the run (broker + emulator + 3 stages) |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the table does not say %q:\n%s", want, out.String())
@@ -52,5 +53,17 @@ func TestQuantileIsTheNearestRank(t *testing.T) {
 	}
 	if got := quantile(nil, 0.5); got != 0 {
 		t.Errorf("p50 of nothing = %v, want 0", got)
+	}
+}
+
+func TestCPUTextIsPerDocAndInCores(t *testing.T) {
+	t.Parallel()
+	r := &result{payloads: 1000, cpu: 1500 * time.Millisecond, wall: time.Second}
+	if got, want := r.cpuText(), "1.50 s = 1500 µs per doc, 1.50 cores busy"; got != want {
+		t.Errorf("cpuText() = %q, want %q", got, want)
+	}
+	r.cpu = -1
+	if got := r.cpuText(); got != "unknown" {
+		t.Errorf("cpuText() without a CPU reading = %q, want unknown", got)
 	}
 }

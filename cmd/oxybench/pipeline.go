@@ -257,7 +257,7 @@ func (e *env) run(ctx context.Context, cfg Config) (*result, error) {
 	// Feed as the feeder does: each payload and its success at "payload".
 	load := loadAverage()
 	e.samples = startSampler(e.reg, 100*time.Millisecond)
-	started := time.Now()
+	started, cpuStarted := time.Now(), processCPU()
 	for i := range n {
 		body := json.RawMessage(fmt.Sprintf(`{"source":"universal","url":"https://sandbox.oxylabs.io/products/%d","geo_location":"United States"}`, i))
 		for _, env := range []messages.Envelope{
@@ -302,6 +302,7 @@ func (e *env) run(ctx context.Context, cfg Config) (*result, error) {
 			return nil, ctx.Err()
 		}
 	}
+	cpuEnded, ended := processCPU(), time.Now()
 	e.samples.stopSampling()
 	stats := e.api.Emulator.Stats()
 
@@ -319,7 +320,10 @@ func (e *env) run(ctx context.Context, cfg Config) (*result, error) {
 		return nil, ctx.Err()
 	}
 	res := &result{payloads: n, noSync: cfg.NoSync, pollFirst: cfg.PollFirst, started: started, fed: fed, requests: stats.Requests,
-		loadBefore: load, loadAfter: loadAverage()}
+		loadBefore: load, loadAfter: loadAverage(), wall: ended.Sub(started), cpu: -1}
+	if cpuStarted >= 0 && cpuEnded >= 0 {
+		res.cpu = cpuEnded - cpuStarted
+	}
 	limits := inFlightLimits(cfg)
 	res.limits = fmt.Sprintf("%d / %d / %d", limits["submitter"], limits["poller"], limits["writer"])
 	res.fromDocs(tr.docs)

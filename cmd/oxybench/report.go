@@ -35,9 +35,12 @@ type result struct {
 	claimWritesPerDoc float64
 	avgMsgBytes       int
 	peakRSS           int64 // bytes; -1 unknown
-	raw               *rawResult
-	stages            []stageStats
-	limits            string
+	// cpu is the process's CPU time (user and system) from the first
+	// publish to the end being noticed, wall that time; cpu is -1 unknown.
+	cpu, wall time.Duration
+	raw       *rawResult
+	stages    []stageStats
+	limits    string
 	// loadBefore and loadAfter are the 1-minute load averages around the
 	// run: the machine may be shared.
 	loadBefore, loadAfter string
@@ -114,6 +117,7 @@ func (r *result) print(w io.Writer) error {
 		{"job finished → file in place: p50 / p99", fmt.Sprintf("%v / %v",
 			quantile(r.finishToFile, 0.50).Round(time.Millisecond), quantile(r.finishToFile, 0.99).Round(time.Millisecond))},
 		{"JetStream messages per doc (work + status events)", fmt.Sprintf("%.2f, ~%d B each; plus %.2f claim writes (KV)", r.msgsPerDoc, r.avgMsgBytes, r.claimWritesPerDoc)},
+		{"process CPU during the run (broker + emulator + 3 stages)", r.cpuText()},
 		{"peak RSS (VmHWM: broker + emulator + 3 stages)", rss(r.peakRSS)},
 	}
 	if r.raw != nil {
@@ -154,6 +158,16 @@ func machine() string {
 	}
 	return fmt.Sprintf("%d × %s (runtime.NumCPU %d, GOMAXPROCS %d), %s %s/%s",
 		runtime.NumCPU(), model, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// cpuText says how much CPU the run took, per doc and in cores: a figure
+// that depends less than docs/s on what else the machine runs.
+func (r *result) cpuText() string {
+	if r.cpu < 0 || r.wall <= 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.2f s = %.0f µs per doc, %.2f cores busy", r.cpu.Seconds(),
+		float64(r.cpu.Microseconds())/float64(r.payloads), r.cpu.Seconds()/r.wall.Seconds())
 }
 
 // peakRSS reads the process's peak resident set size (VmHWM) in bytes, or
