@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/topology"
@@ -137,7 +138,7 @@ func (c *collector) undecodable() []string {
 func (c *collector) waitFinal(t testing.TB, run string, n int, timeout time.Duration) {
 	t.Helper()
 	var left []string
-	eventually(t, timeout, func() bool {
+	testutil.EventuallyExplain(t, timeout, func() bool {
 		left = c.missing(run, n)
 		return len(left) == 0
 	}, func() string {
@@ -169,20 +170,7 @@ func (c *collector) outcomes(run string, n int) string {
 	return strings.Join(parts, ", ")
 }
 
-// eventually polls cond every 10 ms until it holds, and fails the test with
-// what() when timeout passes first.
-func eventually(t testing.TB, timeout time.Duration, cond func() bool, what func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", timeout, what())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// says returns a constant description for eventually.
+// says returns a constant description for testutil.EventuallyExplain.
 func says(s string) func() string { return func() string { return s } }
 
 func firstFew(s []string, n int) string {

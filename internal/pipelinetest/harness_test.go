@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/payload"
@@ -170,7 +171,7 @@ func (b *broker) waitEmpty(timeout time.Duration, streams ...string) {
 		}
 		return n
 	}
-	eventually(b.t, timeout, func() bool { return left() == 0 }, func() string {
+	testutil.EventuallyExplain(b.t, timeout, func() bool { return left() == 0 }, func() string {
 		parts := make([]string, len(streams))
 		for i, s := range streams {
 			parts[i] = fmt.Sprintf("%s %d", s, b.streamMsgs(s))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/payload"
@@ -41,7 +42,7 @@ func TestSubmitterBinaryOnSIGTERMDrainsAndLeavesNothingHeld(t *testing.T) {
 			return ev.DataType == messages.DataSubmitted && ev.Outcome == messages.Success
 		})
 	}
-	eventually(t, 30*time.Second, func() bool { return submitted() >= 60 }, says("60 docs are submitted"))
+	testutil.EventuallyExplain(t, 30*time.Second, func() bool { return submitted() >= 60 }, says("60 docs are submitted"))
 
 	sent := first.terminate()
 	code, exited := first.wait(gracePeriod + 5*time.Second)
@@ -62,7 +63,7 @@ func TestSubmitterBinaryOnSIGTERMDrainsAndLeavesNothingHeld(t *testing.T) {
 	// submitter gets it at once.
 	restarted := time.Now()
 	c.start(topology.Submitter, "submitter-2")
-	eventually(t, 30*time.Second, func() bool { return submitted() >= s.n }, func() string {
+	testutil.EventuallyExplain(t, 30*time.Second, func() bool { return submitted() >= s.n }, func() string {
 		return "every doc is submitted"
 	})
 	t.Logf("submitter-2 submitted the rest in %v", time.Since(restarted).Round(time.Millisecond))
@@ -70,7 +71,7 @@ func TestSubmitterBinaryOnSIGTERMDrainsAndLeavesNothingHeld(t *testing.T) {
 		t.Errorf("the rest took %v after the restart: messages were left to AckWait", took)
 	}
 	c.waitEmpty(10*time.Second, topology.StreamPayloads)
-	eventually(t, 10*time.Second, func() bool { return c.consumerInfo(topology.Submitter).NumAckPending == 0 },
+	testutil.EventuallyExplain(t, 10*time.Second, func() bool { return c.consumerInfo(topology.Submitter).NumAckPending == 0 },
 		says("the submitter's consumer holds nothing un-acked"))
 
 	for i := range s.n {
@@ -121,7 +122,7 @@ func TestWriterBinaryStuckInWritesOnSIGTERMExitsWithinItsGracePeriodAndLeavesNot
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() bool { return c.api.emu.Stats().JobsDone == int64(s.n) }, says("the jobs are done"))
+	testutil.EventuallyExplain(t, 10*time.Second, func() bool { return c.api.emu.Stats().JobsDone == int64(s.n) }, says("the jobs are done"))
 	for i, it := range res.Items {
 		if it.Err != nil {
 			t.Fatalf("doc %d: %v", i, it.Err)
@@ -138,7 +139,7 @@ func TestWriterBinaryStuckInWritesOnSIGTERMExitsWithinItsGracePeriodAndLeavesNot
 			return ev.DataType == messages.DataWritten && ev.Outcome == messages.Success && ev.Origin.Name == name
 		})
 	}
-	eventually(t, 10*time.Second, func() bool { return written("writer-1") == 40 }, says("writer-1 wrote 40 files"))
+	testutil.EventuallyExplain(t, 10*time.Second, func() bool { return written("writer-1") == 40 }, says("writer-1 wrote 40 files"))
 
 	sent := first.terminate()
 	code, exited := first.wait(gracePeriod + 5*time.Second)
@@ -164,7 +165,7 @@ func TestWriterBinaryStuckInWritesOnSIGTERMExitsWithinItsGracePeriodAndLeavesNot
 		t.Errorf("the rest took %v after the restart: messages were left to AckWait", took)
 	}
 	c.waitSettled(10 * time.Second)
-	eventually(t, 10*time.Second, func() bool { return c.consumerInfo(topology.Writer).NumAckPending == 0 },
+	testutil.EventuallyExplain(t, 10*time.Second, func() bool { return c.consumerInfo(topology.Writer).NumAckPending == 0 },
 		says("the writer's consumer holds nothing un-acked"))
 	t.Logf("files written by writer-1: %d, by writer-2: %d", written("writer-1"), written("writer-2"))
 	if got := written("writer-2"); got != s.n-40 {

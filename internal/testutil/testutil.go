@@ -1,8 +1,10 @@
 // Package testutil holds the helpers the project's tests share, so that every
-// package waits on conditions the same way instead of keeping its own copy.
+// package waits on conditions, reads metrics and reads streams the same way
+// instead of keeping its own copy.
 package testutil
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -12,10 +14,29 @@ import (
 // with it, never with bare sleeps.
 func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
+	poll(t, within, cond, func() string { return "for " + what })
+}
+
+// Eventuallyf is Eventually for call sites that describe the condition
+// after it: the test fails with "waiting until <format, args>".
+func Eventuallyf(t testing.TB, within time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	poll(t, within, cond, func() string { return "until " + fmt.Sprintf(format, args...) })
+}
+
+// EventuallyExplain is Eventually whose failure message is explain's answer
+// at the deadline, so that it can say what was still missing.
+func EventuallyExplain(t testing.TB, within time.Duration, cond func() bool, explain func() string) {
+	t.Helper()
+	poll(t, within, cond, func() string { return "until " + explain() })
+}
+
+func poll(t testing.TB, within time.Duration, cond func() bool, describe func() string) {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
+			t.Fatalf("timed out after %v waiting %s", within, describe())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -1,11 +1,17 @@
 package testutil_test
 
 import (
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/oxypipe/oxypipe/internal/testutil"
+	"github.com/oxypipe/oxypipe/pkg/natsserver/natstest"
 )
 
 func TestEventuallyReturnsOnceTheConditionHolds(t *testing.T) {
@@ -20,13 +26,13 @@ func TestEventuallyReturnsOnceTheConditionHolds(t *testing.T) {
 // fakeT records a Fatalf instead of ending the test.
 type fakeT struct {
 	testing.TB
-	msg string
+	msg  string
+	args []any
 }
 
 func (f *fakeT) Helper() {}
 func (f *fakeT) Fatalf(format string, args ...any) {
-	f.msg = format
-	_ = args
+	f.msg, f.args = format, args
 	panic(f)
 }
 
@@ -41,7 +47,93 @@ func TestEventuallyFailsAfterTheDeadline(t *testing.T) {
 		}()
 		testutil.Eventually(ft, 30*time.Millisecond, "never", func() bool { return false })
 	}()
-	if ft.msg != "timed out after %v waiting for %s" {
-		t.Fatalf("Fatalf format = %q", ft.msg)
+	if ft.msg != "timed out after %v waiting %s" || ft.args[1] != "for never" {
+		t.Fatalf("Fatalf(%q, %v)", ft.msg, ft.args)
+	}
+}
+
+func TestEventuallyfAndExplainSayWhatWasAwaited(t *testing.T) {
+	t.Parallel()
+	fail := func(wait func(ft *fakeT)) *fakeT {
+		ft := &fakeT{TB: t}
+		func() {
+			defer func() { _ = recover() }()
+			wait(ft)
+		}()
+		return ft
+	}
+	ft := fail(func(ft *fakeT) {
+		testutil.Eventuallyf(ft, 20*time.Millisecond, func() bool { return false }, "doc %d is %s", 7, "done")
+	})
+	if ft.args[1] != "until doc 7 is done" {
+		t.Errorf("Eventuallyf says %v", ft.args)
+	}
+	calls := 0
+	ft = fail(func(ft *fakeT) {
+		testutil.EventuallyExplain(ft, 20*time.Millisecond, func() bool { calls++; return false },
+			func() string { return fmt.Sprintf("%d calls were not enough", calls) })
+	})
+	if want := fmt.Sprintf("until %d calls were not enough", calls); ft.args[1] != want || calls < 2 {
+		t.Errorf("EventuallyExplain says %v, want %q", ft.args, want)
+	}
+}
+
+func TestMetricSumsTheMatchingSeries(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	msgs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "msgs_total", Help: "h"}, []string{"stage", "outcome"})
+	inFlight := prometheus.NewGauge(prometheus.GaugeOpts{Name: "in_flight", Help: "h"})
+	reg.MustRegister(msgs, inFlight)
+	msgs.WithLabelValues("poller", "ack").Add(3)
+	msgs.WithLabelValues("poller", "wait").Add(4)
+	msgs.WithLabelValues("writer", "ack").Add(5)
+	inFlight.Set(2.5)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"msgs_total", map[string]string{"stage": "poller", "outcome": "ack"}, 3},
+		{"msgs_total", map[string]string{"stage": "poller"}, 7},
+		{"msgs_total", map[string]string{"outcome": "ack"}, 8},
+		{"msgs_total", nil, 12},
+		{"msgs_total", map[string]string{"stage": "submitter"}, 0},
+		{"in_flight", nil, 2.5},
+		{"no_such_metric", nil, 0},
+	} {
+		if got := testutil.Metric(t, reg, c.name, c.labels); got != c.want {
+			t.Errorf("Metric(%s, %v) = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+}
+
+func TestStreamMsgsSkipsWhatIsGone(t *testing.T) {
+	t.Parallel()
+	_, nc := natstest.Start(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.StreamMsgs(t, js, "S"); len(got) != 0 {
+		t.Fatalf("empty stream: %d messages", len(got))
+	}
+	for _, body := range []string{"a", "b", "c"} {
+		if _, err := js.Publish(t.Context(), "s."+body, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteMsg(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range testutil.StreamMsgs(t, js, "S") {
+		got = append(got, m.Subject+"="+string(m.Data))
+	}
+	if strings.Join(got, " ") != "s.a=a s.c=c" {
+		t.Fatalf("messages %v, want s.a=a s.c=c", got)
 	}
 }

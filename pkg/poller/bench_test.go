@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/payload"
@@ -39,14 +40,14 @@ func BenchmarkPoller(b *testing.B) {
 			ids = append(ids, it.Job.ID)
 		}
 	}
-	eventually(b, time.Minute, func() bool { return f.api.Emulator.Stats().JobsDone == int64(b.N) }, "the jobs are done")
+	testutil.Eventuallyf(b, time.Minute, func() bool { return f.api.Emulator.Stats().JobsDone == int64(b.N) }, "the jobs are done")
 	submitted := time.Now().Add(-time.Second) // past the first check
 	for i, id := range ids {
 		f.publish(&messages.Submitted{Run: run, Doc: messages.DocID(i), APIJobID: id, Payload: json.RawMessage(bodies[i]), SubmittedAt: submitted})
 	}
 	b.ResetTimer()
 	f.start()
-	eventually(b, 10*time.Minute, func() bool {
+	testutil.Eventuallyf(b, 10*time.Minute, func() bool {
 		return f.counter("oxy_poller_checks_total", map[string]string{"result": "done"}) == float64(b.N)
 	}, "%d jobs are seen done", b.N)
 	b.StopTimer()

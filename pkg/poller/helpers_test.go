@@ -3,7 +3,6 @@ package poller_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/natsserver/natstest"
@@ -171,28 +171,7 @@ func (f *fixture) dones() []messages.Done {
 }
 
 func (f *fixture) streamMsgs(name string) []*jetstream.RawStreamMsg {
-	f.t.Helper()
-	ctx := f.t.Context()
-	s, err := f.js.Stream(ctx, name)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	var out []*jetstream.RawStreamMsg
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		out = append(out, m)
-	}
-	return out
+	return testutil.StreamMsgs(f.t, f.js, name)
 }
 
 // final waits for the doc's last event to be a success at done or a hard
@@ -200,7 +179,7 @@ func (f *fixture) streamMsgs(name string) []*jetstream.RawStreamMsg {
 func (f *fixture) final(doc string) []messages.StatusEvent {
 	f.t.Helper()
 	var got []messages.StatusEvent
-	eventually(f.t, 10*time.Second, func() bool {
+	testutil.Eventuallyf(f.t, 10*time.Second, func() bool {
 		got = got[:0]
 		for _, ev := range f.events() {
 			if ev.Doc == doc {
@@ -223,38 +202,7 @@ func (f *fixture) statusRequests() int64 {
 
 // counter reads a counter of the registry by name and labels.
 func (f *fixture) counter(name string, labels map[string]string) float64 {
-	f.t.Helper()
-	families, err := f.reg.Gather()
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	for _, fam := range families {
-		if fam.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range fam.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
-					continue metric
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, cond func() bool, format string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until "+format, append([]any{within}, args...)...)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return testutil.Metric(f.t, f.reg, name, labels)
 }
 
 // newPoller builds a poller from f.cfg without starting it.

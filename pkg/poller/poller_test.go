@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
@@ -262,7 +263,7 @@ func TestMalformedMessagesDoNotStopThePoller(t *testing.T) {
 	if evs := f.final("0"); evs[len(evs)-1].Outcome != messages.Success || evs[len(evs)-1].APIJobID != s.APIJobID {
 		t.Fatalf("the good job after the bad messages: %+v", evs)
 	}
-	eventually(t, 5*time.Second, func() bool {
+	testutil.Eventuallyf(t, 5*time.Second, func() bool {
 		hard := 0
 		for _, ev := range f.events() {
 			if ev.Outcome == messages.HardFailure {

@@ -3,7 +3,6 @@ package stage_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/natsserver"
 	"github.com/oxypipe/oxypipe/pkg/natsserver/natstest"
@@ -140,28 +140,7 @@ func (e *env) streamEvents(name string) []messages.StatusEvent {
 
 // streamMsgs returns the messages still stored in a stream.
 func (e *env) streamMsgs(name string) []*jetstream.RawStreamMsg {
-	e.t.Helper()
-	ctx := context.Background()
-	s, err := e.js.Stream(ctx, name)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []*jetstream.RawStreamMsg
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, m)
-	}
-	return out
+	return testutil.StreamMsgs(e.t, e.js, name)
 }
 
 func (e *env) consumerInfo(s topology.ConsumerSettings) *jetstream.ConsumerInfo {
@@ -179,26 +158,7 @@ func (e *env) consumerInfo(s topology.ConsumerSettings) *jetstream.ConsumerInfo 
 
 // counter reads oxy_stage_messages_total for an outcome.
 func (e *env) counter(stageName, outcome string) float64 {
-	e.t.Helper()
-	families, err := e.reg.Gather()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "oxy_stage_messages_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["stage"] == stageName && labels["outcome"] == outcome {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return testutil.Metric(e.t, e.reg, "oxy_stage_messages_total", map[string]string{"stage": stageName, "outcome": outcome})
 }
 
 // submitted returns the handler-side Submitted output for a payload.

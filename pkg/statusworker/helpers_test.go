@@ -273,38 +273,11 @@ func (e *env) completionsOf(run string) []*messages.RunCompleted {
 // counter reads a counter or gauge of the worker's registry.
 func counter(t testing.TB, cfg statusworker.Config, name string, labels ...string) float64 {
 	t.Helper()
-	reg := cfg.Registerer.(*prometheus.Registry)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
 	}
-	total := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-						found = true
-					}
-				}
-				if !found {
-					continue metric
-				}
-			}
-			switch {
-			case m.GetCounter() != nil:
-				total += m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				total += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return total
+	return testutil.Metric(t, cfg.Registerer.(*prometheus.Registry), name, want)
 }
 
 // payloadOf is the WSA body of doc n in the seed's example.

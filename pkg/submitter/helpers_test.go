@@ -270,28 +270,7 @@ func (e *env) submitted() []messages.Submitted {
 }
 
 func (e *env) streamMsgs(name string) []*jetstream.RawStreamMsg {
-	e.t.Helper()
-	ctx := context.Background()
-	s, err := e.js.Stream(ctx, name)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []*jetstream.RawStreamMsg
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, m)
-	}
-	return out
+	return testutil.StreamMsgs(e.t, e.js, name)
 }
 
 // pending is how many payload messages are not settled yet. The payload

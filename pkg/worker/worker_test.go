@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/health"
 	"github.com/oxypipe/oxypipe/pkg/natsserver"
 	"github.com/oxypipe/oxypipe/pkg/worker"
@@ -68,13 +69,7 @@ func startServer(t *testing.T) string {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, what, cond)
 }
 
 func TestWorkerServesHealthAndRoutesThenExitsZeroWhenStopped(t *testing.T) {

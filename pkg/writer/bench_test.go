@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/payload"
@@ -31,7 +32,7 @@ func BenchmarkWriter(b *testing.B) {
 			}
 			b.ResetTimer()
 			f.start()
-			eventually(b, 10*time.Minute, func() bool {
+			testutil.Eventuallyf(b, 10*time.Minute, func() bool {
 				return f.counter("oxy_stage_messages_total", map[string]string{"outcome": "ack"}) == float64(b.N)
 			}, "%d files are written", b.N)
 			b.StopTimer()
@@ -67,6 +68,6 @@ func (f *fixture) doneJobs(n int) (ids []string, bodies [][]byte) {
 			ids = append(ids, it.Job.ID)
 		}
 	}
-	eventually(f.t, time.Minute, func() bool { return f.api.Emulator.Stats().JobsDone == int64(n) }, "%d jobs are done", n)
+	testutil.Eventuallyf(f.t, time.Minute, func() bool { return f.api.Emulator.Stats().JobsDone == int64(n) }, "%d jobs are done", n)
 	return ids, bodies
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/destination/s3dest"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
@@ -140,7 +141,7 @@ func (f *fixture) job(url string) (id string, body json.RawMessage) {
 	if err != nil {
 		f.t.Fatalf("Submit: %v", err)
 	}
-	eventually(f.t, 5*time.Second, func() bool {
+	testutil.Eventuallyf(f.t, 5*time.Second, func() bool {
 		j, err := f.client.Status(f.t.Context(), job.ID)
 		return err == nil && j.Status.Final()
 	}, "job %s finishes", job.ID)
@@ -232,7 +233,7 @@ func (f *fixture) allEvents() []messages.StatusEvent {
 func (f *fixture) final(run, doc string) []messages.StatusEvent {
 	f.t.Helper()
 	var evs []messages.StatusEvent
-	eventually(f.t, 15*time.Second, func() bool {
+	testutil.Eventuallyf(f.t, 15*time.Second, func() bool {
 		evs = f.events(run, doc)
 		if len(evs) == 0 {
 			return false
@@ -245,38 +246,7 @@ func (f *fixture) final(run, doc string) []messages.StatusEvent {
 
 // counter reads a counter of the registry by name and labels.
 func (f *fixture) counter(name string, labels map[string]string) float64 {
-	f.t.Helper()
-	families, err := f.reg.Gather()
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	for _, fam := range families {
-		if fam.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range fam.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
-					continue metric
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, cond func() bool, format string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until "+format, append([]any{within}, args...)...)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return testutil.Metric(f.t, f.reg, name, labels)
 }
 
 // fakeS3 is an S3-protocol server in this process with one bucket. It

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
@@ -274,7 +275,7 @@ func TestARedeliveredDoneRewritesTheFile(t *testing.T) {
 	m.Header.Set(nats.MsgIdHdr, "redelivery")
 	f.publishMsg(m)
 
-	eventually(t, 10*time.Second, func() bool { return len(f.events(run, "0")) == 2 }, "the copy is written")
+	testutil.Eventuallyf(t, 10*time.Second, func() bool { return len(f.events(run, "0")) == 2 }, "the copy is written")
 	got, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -328,7 +329,7 @@ func TestMalformedAndUnwritableDones(t *testing.T) {
 			t.Fatalf("run %s: events %+v, want one hard failure naming %q", r, evs, want)
 		}
 	}
-	eventually(t, 5*time.Second, func() bool {
+	testutil.Eventuallyf(t, 5*time.Second, func() bool {
 		hard := 0
 		for _, ev := range f.allEvents() {
 			if ev.Run == run && ev.Outcome == messages.HardFailure {
