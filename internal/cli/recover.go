@@ -258,6 +258,10 @@ func mayHaveBilled(e *runlog.ErrorInfo) bool {
 	if e == nil {
 		return false
 	}
+	if strings.Contains(e.Message, runlog.MayHaveBilled) {
+		return true
+	}
+	// Wordings of run logs written by hand or by other tools.
 	m := strings.ToLower(e.Message)
 	return strings.Contains(m, "outcome") && strings.Contains(m, "unknown") ||
 		strings.Contains(m, "may have created") || strings.Contains(m, "may have billed")

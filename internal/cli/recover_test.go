@@ -113,3 +113,22 @@ func equalInts(got []int, want ...int) bool {
 	}
 	return true
 }
+
+func TestMayHaveBilled(t *testing.T) {
+	t.Parallel()
+	code := 503
+	for _, c := range []struct {
+		err  *runlog.ErrorInfo
+		want bool
+	}{
+		{nil, false},
+		{&runlog.ErrorInfo{StatusCode: &code, Message: "Service Unavailable"}, false},
+		{&runlog.ErrorInfo{StatusCode: &code, Message: "Service Unavailable; " + runlog.MayHaveBilled}, true},
+		{&runlog.ErrorInfo{Message: "the outcome of this payload's submission is unknown"}, true},
+		{&runlog.ErrorInfo{Message: "Forbidden"}, false},
+	} {
+		if got := mayHaveBilled(c.err); got != c.want {
+			t.Errorf("mayHaveBilled(%+v) = %t, want %t", c.err, got, c.want)
+		}
+	}
+}

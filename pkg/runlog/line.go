@@ -35,6 +35,13 @@ func (s State) Valid() bool {
 	return false
 }
 
+// MayHaveBilled is in the error message of every unsubmitted payload whose
+// submission may nevertheless have created (and billed) a job: a worker that
+// died inside its request, or a last attempt that got a 5xx or lost its
+// answer. Resubmitting such a payload may bill it twice, so `oxy recover`
+// leaves it alone unless asked.
+const MayHaveBilled = "the API may have created (and billed) a job"
+
 // ErrorInfo is the error behind a rejected, unsubmitted or unfetched payload.
 // StatusCode is nil for errors that are not HTTP answers (network errors,
 // write failures, local validation).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/stage"
 	"github.com/oxypipe/oxypipe/pkg/topology"
+	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 // item is one payload message on its way through a handler call.
@@ -279,8 +281,8 @@ func (s *Submitter) takeOver(ctx context.Context, it *item, ref topology.ClaimRe
 // id by a submitter that never recorded the API's answer.
 func unknownOutcome(c messages.Claim) string {
 	return fmt.Sprintf("the outcome of this payload's submission is unknown: %s claimed it at %s and never recorded the API's answer "+
-		"(it most likely stopped inside the request); the API may have created (and billed) a job, so it is not resubmitted automatically",
-		c.By, c.ClaimedAt.UTC().Format(time.RFC3339Nano))
+		"(it most likely stopped inside the request); %s, so it is not resubmitted automatically",
+		c.By, c.ClaimedAt.UTC().Format(time.RFC3339Nano), runlog.MayHaveBilled)
 }
 
 // publishSubmitted publishes the doc's Submitted and records its success
@@ -307,6 +309,13 @@ func (s *Submitter) retry(it *item, delay time.Duration, reason string, info *ru
 		msg := fmt.Sprintf("gave up after %d deliveries: %s", it.m.NumDelivered(), reason)
 		if info == nil {
 			info = &runlog.ErrorInfo{Message: reason}
+		}
+		if wsa.MayHaveCreatedJob(cause) && !strings.Contains(info.Message, runlog.MayHaveBilled) {
+			// The run log keeps the API's error and says what it may
+			// have cost, so that a recovery does not resubmit blindly.
+			marked := *info
+			marked.Message += "; " + runlog.MayHaveBilled
+			info = &marked
 		}
 		return &stage.HardError{State: runlog.Unsubmitted, Reason: msg, Info: info, Cause: cause}
 	}

@@ -58,7 +58,7 @@ func (s *Submitter) failed(ctx context.Context, it *item, err error, warn bool) 
 		}
 		reason := fmt.Sprintf("submitting %s failed: %s", it.what(), text)
 		if may {
-			reason += "; the API may have created (and billed) a job"
+			reason += "; " + runlog.MayHaveBilled
 		}
 		var delay time.Duration
 		if errors.Is(err, wsa.ErrTooManyRequests) {

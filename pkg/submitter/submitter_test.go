@@ -399,7 +399,8 @@ func TestADomainThrottleIsNeverRetried(t *testing.T) {
 	evs := e.settled()
 
 	if len(evs) != 1 || evs[0].State != runlog.Unsubmitted || evs[0].Error == nil || evs[0].Error.StatusCode == nil ||
-		*evs[0].Error.StatusCode != 429 || !strings.Contains(evs[0].Error.Message, "has been limited to 1 req/s") {
+		*evs[0].Error.StatusCode != 429 || !strings.Contains(evs[0].Error.Message, "has been limited to 1 req/s") ||
+		strings.Contains(evs[0].Error.Message, runlog.MayHaveBilled) {
 		t.Fatalf("events = %+v, want one unsubmitted with the throttle", evs)
 	}
 	if e.requests(emulator.EndpointSubmit) != 1 || e.jobs() != 0 {
@@ -426,6 +427,11 @@ func TestExhaustedRetriesAreUnsubmittedWithTheLastError(t *testing.T) {
 	if last.State != runlog.Unsubmitted || !strings.HasPrefix(last.Reason, "gave up after 3 deliveries: submitting universal "+url(0)+" failed: 503") ||
 		strings.Contains(last.Reason, "poison") || last.Error == nil || last.Error.StatusCode == nil || *last.Error.StatusCode != 503 {
 		t.Fatalf("last event = %+v", last)
+	}
+	// A 5xx may have created the job: the run log says so, and recovery
+	// leaves the payload alone unless asked.
+	if !strings.HasSuffix(last.Error.Message, "; "+runlog.MayHaveBilled) || strings.Count(last.Error.Message, runlog.MayHaveBilled) != 1 {
+		t.Fatalf("last error message %q does not end with the may-have-billed note", last.Error.Message)
 	}
 	if e.requests(emulator.EndpointSubmit) != 3 || e.jobs() != 0 {
 		t.Fatalf("%d requests, %d jobs; want 3 and 0", e.requests(emulator.EndpointSubmit), e.jobs())
