@@ -52,9 +52,9 @@ func (c LocalConfig) validate() error {
 // hidden temporary file in the same folder (".NAME.RANDOM.tmp"), syncs it
 // and renames it over NAME, so a reader sees the old file or the whole new
 // one; then it syncs the folder, in one fsync shared with the Puts running
-// at the same time. A process killed during a Put can leave such a temporary file; List
-// ignores hidden files, and nothing here deletes them except the Put that
-// made them.
+// at the same time. A process killed during a Put can leave such a
+// temporary file; List ignores hidden files, and nothing here deletes them
+// except the Put that made them.
 type Local struct {
 	dir      string
 	location string

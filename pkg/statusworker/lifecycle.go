@@ -76,7 +76,7 @@ func (w *StatusWorker) prepare(ctx context.Context, rec messages.RunRecord) erro
 		return fmt.Errorf("mark run ready: %w", err)
 	}
 	if applied {
-		w.runs.observe(ref.Record, ref.Revision) // read-your-writes, as in completeRun
+		w.runs.observe(ref.Record, ref.Revision) // read-your-writes, as in complete
 	}
 	switch {
 	case !applied:
