@@ -30,8 +30,9 @@ import (
 //	}
 //
 // The optional top-level settings job_time, time_scale, seed, fault_rate,
-// error_rate and drop_rate are those of the `oxy sandbox` flags of the same
-// names, so that `oxy run --sandbox` can be scripted with one file. Unknown
+// error_rate, drop_rate, rate_limit and render_rate_limit set the sandbox's
+// configuration of the same names, so that `oxy run --sandbox` can be
+// scripted with one file. Unknown
 // keys are errors, so that a typo does not silently script nothing.
 type rulesFile struct {
 	Rules     []ruleJSON  `json:"rules"`
@@ -42,6 +43,12 @@ type rulesFile struct {
 	FaultRate *float64    `json:"fault_rate"`
 	ErrorRate *float64    `json:"error_rate"`
 	DropRate  *float64    `json:"drop_rate"`
+	// RateLimit and RenderRateLimit replace the sandbox's plan limits (50
+	// and 13 jobs per second, a Starter plan's): a large run can then be
+	// tried at the pipeline's own speed. The sandbox advertises them in its
+	// rate-limit headers, which the submitter follows.
+	RateLimit       *int `json:"rate_limit"`
+	RenderRateLimit *int `json:"render_rate_limit"`
 }
 
 // ruleJSON is an emulator.Rule: every condition that is set must hold.
@@ -175,6 +182,19 @@ func parseRules(data []byte, cfg *emulator.Config) error {
 	setIf(&cfg.FaultRate, f.FaultRate)
 	setIf(&cfg.ErrorRate, f.ErrorRate)
 	setIf(&cfg.DropRate, f.DropRate)
+	for _, l := range []struct {
+		name string
+		v    *int
+		dst  *int
+	}{{"rate_limit", f.RateLimit, &cfg.RateLimit}, {"render_rate_limit", f.RenderRateLimit, &cfg.RenderRateLimit}} {
+		if l.v == nil {
+			continue
+		}
+		if *l.v < 1 {
+			return fmt.Errorf("%s must be at least 1 job per second, got %d", l.name, *l.v)
+		}
+		*l.dst = *l.v
+	}
 	return nil
 }
 

@@ -21,7 +21,7 @@ func TestRulesFile(t *testing.T) {
 				{"outcome": {"reject": {"status": 422, "errors": ["bad"]}, "results_ttl": "1h"}}
 			],
 			"faults": [{"on": ["submit", "batch"], "status": 503, "times": 2, "probability": 0.5}],
-			"job_time": "250ms", "seed": 7, "fault_rate": 0.25
+			"job_time": "250ms", "seed": 7, "fault_rate": 0.25, "rate_limit": 5000, "render_rate_limit": 40
 		}`), &cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +54,8 @@ func TestRulesFile(t *testing.T) {
 		if len(f.On) != 2 || f.On[1] != emulator.EndpointBatch || f.Status != 503 || f.Times != 2 || f.Probability != 0.5 {
 			t.Errorf("fault: %+v", f)
 		}
-		if cfg.JobTime != 250*time.Millisecond || cfg.Seed != 7 || cfg.FaultRate != 0.25 || cfg.TimeScale != 0 {
+		if cfg.JobTime != 250*time.Millisecond || cfg.Seed != 7 || cfg.FaultRate != 0.25 || cfg.TimeScale != 0 ||
+			cfg.RateLimit != 5000 || cfg.RenderRateLimit != 40 {
 			t.Errorf("settings: %+v", cfg)
 		}
 		if _, err := emulator.New(cfg); err != nil {
@@ -67,6 +68,8 @@ func TestRulesFile(t *testing.T) {
 		{"a duration that is a number", `{"job_time": 5}`, `a duration is a string such as "1.5s"`},
 		{"two values", `{} {}`, "more than one JSON value"},
 		{"negative times", `{"rules": [{"times": -1, "outcome": {}}]}`, "rules[0].times must not be negative"},
+		{"a rate limit of nothing", `{"rate_limit": 0}`, "rate_limit must be at least 1 job per second, got 0"},
+		{"a negative render rate limit", `{"render_rate_limit": -1}`, "render_rate_limit must be at least 1 job per second, got -1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
