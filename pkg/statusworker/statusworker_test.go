@@ -1,6 +1,7 @@
 package statusworker_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -117,6 +118,44 @@ func TestDuplicatedAndReorderedEvents(t *testing.T) {
 	}
 	if n := len(e.completionsOf(run)); n != 1 {
 		t.Fatalf("%d RunCompleted messages, want 1", n)
+	}
+}
+
+// The submitter can fail a payload (here: a stopped run) before the feeder
+// has published that payload's fed event, which then comes later in the
+// stream. The failure must stand: the run completes, and the doc is
+// unsubmitted in the run log.
+func TestAFailureAtPayloadOutlivesALateFedEvent(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	store := jobresults.NewMemoryStore()
+	r := e.start(e.config(store, nil))
+	run, _ := e.announce(2, e.logDir)
+
+	stopped := &messages.StatusEvent{Run: run, Doc: messages.DocID(0), DataType: messages.DataPayload,
+		Outcome: messages.HardFailure, Origin: feeder, Consumer: submitter, RetryCount: 1,
+		Reason: "Stopped submitting, because the run was stopped", State: runlog.Unsubmitted,
+		Error: &runlog.ErrorInfo{Message: "the run was stopped before this payload was submitted"}, Payload: payloadOf(0)}
+	e.publish(stopped, fed(run, 0))
+	e.publish(doneDoc(run, 1)...)
+	e.waitCompleted(run)
+
+	lines := strings.Split(strings.TrimSpace(e.readLog(run)), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], `{"state":"unsubmitted","id":null,"payload":`+string(payloadOf(0))) ||
+		!strings.Contains(lines[0], "the run was stopped before this payload was submitted") || !strings.HasPrefix(lines[1], `{"state":"done"`) {
+		t.Fatalf("run log:\n%s", strings.Join(lines, "\n"))
+	}
+	counts, err := store.GetStageCounts(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range counts {
+		if c.DataType == "payload" && (c.Total != 2 || c.Succeeded != 1 || c.HardFailed != 1) {
+			t.Errorf("payload stage: %+v, want 2 records, 1 succeeded, 1 hard-failed", c)
+		}
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 
