@@ -152,7 +152,7 @@ func (w *StatusWorker) malformed(m *stage.Msg, err error) error {
 
 // toEntry turns a status event into a versioned ledger entry: its version
 // is the event's stream sequence, so a duplicate or an older event never
-// overwrites a newer outcome (the feeder's event excepted: see below).
+// overwrites a newer outcome (successes excepted: see below).
 func toEntry(ev *messages.StatusEvent, seq uint64) jobresults.Entry {
 	e := jobresults.Entry{
 		Key:        jobresults.Key{JobID: ev.Run, DataType: string(ev.DataType), DocID: ev.Doc},
@@ -169,14 +169,18 @@ func toEntry(ev *messages.StatusEvent, seq uint64) jobresults.Entry {
 		Error:      ev.Error,
 		Upload:     ev.Upload,
 	}
-	if ev.DataType == messages.DataPayload && ev.Outcome == messages.Success {
-		// The feeder's "fed" event. The feeder publishes it once the payload
-		// is stored, and the submitter may fail that payload (a rejection, a
-		// stopped run) before it does: with its own, later sequence the fed
-		// event would then overwrite the hard failure, leave the doc
-		// unfinished and the run never complete. It is never news to a
-		// record something else wrote, so it gets the lowest version: it
-		// applies to a record nothing has written yet, and only there.
+	if ev.Outcome == messages.Success {
+		// A success at a data type is its producer's (the feeder's "fed",
+		// the submitter's "submitted", …), and everything else recorded
+		// there is its consumer's failure to handle that message: causally
+		// later, though not always later in the stream. The producer
+		// publishes its event once its message is stored, and the consumer
+		// may fail the message first (the submitter rejecting a payload or
+		// stopping with the run): with its own, later sequence the success
+		// would then overwrite the hard failure, leave the doc unfinished
+		// and the run open for ever. A success is never news to a record
+		// something else wrote, so it gets the lowest version: it applies to
+		// a record nothing has written yet, and only there.
 		e.Version = 1
 	}
 	if e.Outcome != jobresults.Success && e.Reason == "" {

@@ -121,37 +121,45 @@ func TestDuplicatedAndReorderedEvents(t *testing.T) {
 	}
 }
 
-// The submitter can fail a payload (here: a stopped run) before the feeder
-// has published that payload's fed event, which then comes later in the
-// stream. The failure must stand: the run completes, and the doc is
-// unsubmitted in the run log.
-func TestAFailureAtPayloadOutlivesALateFedEvent(t *testing.T) {
+// A stage can fail a message before the message's producer has published
+// its success event, which then comes later in the stream: the submitter
+// failing a payload (here: a stopped run) before the feeder's fed event,
+// the poller failing a job (a 404) before the submitter's submitted event.
+// The failures must stand: the run completes and its log says what they
+// say.
+func TestAConsumersFailureOutlivesALateSuccess(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	store := jobresults.NewMemoryStore()
 	r := e.start(e.config(store, nil))
-	run, _ := e.announce(2, e.logDir)
+	run, _ := e.announce(3, e.logDir)
 
 	stopped := &messages.StatusEvent{Run: run, Doc: messages.DocID(0), DataType: messages.DataPayload,
 		Outcome: messages.HardFailure, Origin: feeder, Consumer: submitter, RetryCount: 1,
 		Reason: "Stopped submitting, because the run was stopped", State: runlog.Unsubmitted,
 		Error: &runlog.ErrorInfo{Message: "the run was stopped before this payload was submitted"}, Payload: payloadOf(0)}
 	e.publish(stopped, fed(run, 0))
-	e.publish(doneDoc(run, 1)...)
+	e.publish(fed(run, 1), unfetched404(run, 1), submitted(run, 1))
+	e.publish(doneDoc(run, 2)...)
 	e.waitCompleted(run)
 
 	lines := strings.Split(strings.TrimSpace(e.readLog(run)), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], `{"state":"unsubmitted","id":null,"payload":`+string(payloadOf(0))) ||
-		!strings.Contains(lines[0], "the run was stopped before this payload was submitted") || !strings.HasPrefix(lines[1], `{"state":"done"`) {
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], `{"state":"unsubmitted","id":null,"payload":`+string(payloadOf(0))) ||
+		!strings.Contains(lines[0], "the run was stopped before this payload was submitted") ||
+		!strings.HasPrefix(lines[1], `{"state":"unfetched","id":"`+jobID(1)+`"`) || !strings.HasPrefix(lines[2], `{"state":"done"`) {
 		t.Fatalf("run log:\n%s", strings.Join(lines, "\n"))
 	}
 	counts, err := store.GetStageCounts(context.Background(), run)
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := map[string]jobresults.StageCount{
+		"payload":   {DataType: "payload", Total: 3, Succeeded: 2, HardFailed: 1},
+		"submitted": {DataType: "submitted", Total: 2, Succeeded: 1, HardFailed: 1},
+	}
 	for _, c := range counts {
-		if c.DataType == "payload" && (c.Total != 2 || c.Succeeded != 1 || c.HardFailed != 1) {
-			t.Errorf("payload stage: %+v, want 2 records, 1 succeeded, 1 hard-failed", c)
+		if w, ok := want[c.DataType]; ok && c != w {
+			t.Errorf("stage counts %+v, want %+v", c, w)
 		}
 	}
 	if err := r.stop(); err != nil {
