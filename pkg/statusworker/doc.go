@@ -12,7 +12,11 @@
 // Events come in batches from the durable "statusworker" consumer of the
 // status stream (pkg/stage runs the consumer). Each event becomes a
 // versioned ledger entry whose version is the event's stream sequence, so a
-// duplicated or reordered event never overwrites a newer outcome; a batch
+// duplicated or reordered event never overwrites a newer outcome. A success
+// gets the lowest version instead: it is the producer's fact about its own
+// message, causally before anything the message's consumer records at the
+// same data type, yet it can reach the stream after the consumer failed the
+// message; it must not undo that failure. A batch
 // is one jobresults.BatchWriter.Apply (one bulk write on MongoDB). An event
 // is acked only after the write succeeded. Transient ledger errors are
 // retried (Config.WriteRetry); when the outage outlasts that, the events are
