@@ -42,10 +42,9 @@ func (s *Submitter) deadLetter(ctx context.Context, m *stage.Msg, ev *messages.S
 		}
 	case ref.Claim.State == messages.ClaimHeld:
 		s.met.count(outUnknown)
-		msg := unknownOutcome(ref.Claim)
 		ev.State = runlog.Unsubmitted
-		ev.Error = &runlog.ErrorInfo{Message: msg}
-		ev.Reason = fmt.Sprintf("%s; %s", ev.Reason, msg)
+		ev.Error = &runlog.ErrorInfo{Message: unknownOutcomeError}
+		ev.Reason = fmt.Sprintf("%s; %s", ev.Reason, unknownOutcome(ref.Claim))
 		return
 	}
 	s.met.count(outUnsubmitted)

@@ -252,8 +252,7 @@ func (s *Submitter) claimHeld(it *item, ref topology.ClaimRef, maySubmit bool) b
 			return true
 		}
 		s.met.count(outUnknown)
-		msg := unknownOutcome(c)
-		it.res = stage.Hard(runlog.Unsubmitted, msg, &runlog.ErrorInfo{Message: msg})
+		it.res = stage.Hard(runlog.Unsubmitted, unknownOutcome(c), &runlog.ErrorInfo{Message: unknownOutcomeError})
 		return false
 	default:
 		// Released between our look and now: claim it on the next delivery.
@@ -277,7 +276,16 @@ func (s *Submitter) takeOver(ctx context.Context, it *item, ref topology.ClaimRe
 	return true
 }
 
-// unknownOutcome is the error of a doc whose claim was left without a job
+// unknownOutcomeError is the run-log error of a doc whose claim was left
+// without a job id by a submitter that never recorded the API's answer. It
+// is the same for every such doc, so that a report of a run whose
+// submitter died with many requests in flight says it once with their
+// count; the claimant and the time are in the failure's reason
+// (unknownOutcome), in the ledger and the logs.
+const unknownOutcomeError = "the outcome of this payload's submission is unknown: a submitter claimed it and never recorded the API's answer " +
+	"(it most likely stopped inside the request); " + runlog.MayHaveBilled + ", so it is not resubmitted automatically"
+
+// unknownOutcome is the reason of a doc whose claim was left without a job
 // id by a submitter that never recorded the API's answer.
 func unknownOutcome(c messages.Claim) string {
 	return fmt.Sprintf("the outcome of this payload's submission is unknown: %s claimed it at %s and never recorded the API's answer "+

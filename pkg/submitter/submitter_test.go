@@ -25,6 +25,11 @@ import (
 // OXY_STATUS, the Submitted messages, the claims, and what the emulator
 // billed.
 
+// unknownOutcomeErrorText is the run-log error of every payload whose
+// submission's outcome is unknown.
+const unknownOutcomeErrorText = "the outcome of this payload's submission is unknown: a submitter claimed it and never recorded " +
+	"the API's answer (it most likely stopped inside the request); the API may have created (and billed) a job, so it is not resubmitted automatically"
+
 func TestSubmitsAPayloadOnce(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{})
@@ -129,10 +134,14 @@ func TestAStaleClaimWithoutAJobIDIsAnUnknownOutcome(t *testing.T) {
 	if len(evs) != 1 || evs[0].Outcome != messages.HardFailure || evs[0].State != runlog.Unsubmitted || evs[0].Error == nil {
 		t.Fatalf("events = %+v, want one hard failure unsubmitted", evs)
 	}
-	msg := evs[0].Error.Message
+	// The run log's error is the same for every such payload (a report
+	// groups them); the reason names the claimant and the time.
+	if got := evs[0].Error.Message; got != unknownOutcomeErrorText {
+		t.Errorf("error message %q, want %q", got, unknownOutcomeErrorText)
+	}
 	for _, want := range []string{"outcome of this payload's submission is unknown", "dead-pod", "2026-09-29T17:04:12.345Z", "may have created (and billed) a job", "not resubmitted"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("error message %q lacks %q", msg, want)
+		if !strings.Contains(evs[0].Reason, want) {
+			t.Errorf("reason %q lacks %q", evs[0].Reason, want)
 		}
 	}
 	if evs[0].Error.StatusCode != nil {
@@ -560,7 +569,8 @@ func TestADeadLetterWithAHeldClaimSaysTheOutcomeIsUnknown(t *testing.T) {
 	evs := e.settled()
 
 	if len(evs) != 1 || evs[0].State != runlog.Unsubmitted || evs[0].Error == nil ||
-		!strings.Contains(evs[0].Error.Message, "outcome of this payload's submission is unknown: stuck-pod claimed it") {
+		!strings.Contains(evs[0].Reason, "outcome of this payload's submission is unknown: stuck-pod claimed it") ||
+		evs[0].Error.Message != unknownOutcomeErrorText {
 		t.Fatalf("events = %+v, want an unknown outcome", evs)
 	}
 	if n := e.requests(emulator.EndpointSubmit) + e.requests(emulator.EndpointBatch); n != 0 {
