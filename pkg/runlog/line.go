@@ -45,10 +45,20 @@ const MayHaveBilled = "the API may have created (and billed) a job"
 // ErrorInfo is the error behind a rejected, unsubmitted or unfetched payload.
 // StatusCode is nil for errors that are not HTTP answers (network errors,
 // write failures, local validation).
+//
+// MayHaveBilled is the structured "may have billed" mark: true when the
+// payload's submission may have created (and billed) a job although no job
+// id is known (the API answered a 5xx, the answer was lost after the request
+// was sent, or a submitter stopped inside its request). It is written as
+// "may_have_billed": true inside the line's error, and left out when false,
+// so a line without it has the origin's three error keys. Recovery tools read
+// this field, never the message text: resubmitting a marked payload may bill
+// it twice.
 type ErrorInfo struct {
-	StatusCode *int   `json:"status_code"`
-	Message    string `json:"message"`
-	TraceID    string `json:"trace_id"`
+	StatusCode    *int   `json:"status_code"`
+	Message       string `json:"message"`
+	TraceID       string `json:"trace_id"`
+	MayHaveBilled bool   `json:"may_have_billed,omitempty"`
 }
 
 // String renders the error the way the API client prints it: "404 Not Found"
