@@ -71,6 +71,32 @@ func (b *body) send(w http.ResponseWriter, status int) {
 	}
 }
 
+// sendCut writes the body's Content-Length and status, then its first half,
+// and drops the connection: an answer the client cannot read.
+func (b *body) sendCut(w http.ResponseWriter, status int) {
+	size := b.size()
+	w.Header()["Content-Length"] = []string{strconv.Itoa(size)}
+	w.WriteHeader(status)
+	left := size / 2
+	for _, s := range b.segs {
+		p := s.ext
+		if p == nil {
+			p = b.buf[s.from:s.to]
+		}
+		p = p[:min(len(p), left)]
+		if _, err := w.Write(p); err != nil {
+			break
+		}
+		if left -= len(p); left == 0 {
+			break
+		}
+	}
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	dropConnection(w)
+}
+
 type bodyPool struct{ p sync.Pool }
 
 func (bp *bodyPool) get() *body {

@@ -119,6 +119,11 @@ type Failure struct {
 	// AfterCreate (submissions only) creates the jobs before failing, so
 	// the outcome is unknown to the client and the jobs bill.
 	AfterCreate bool
+	// CutBody (with AfterCreate) answers 202 with the answer's headers —
+	// x-oxylabs-job-id on a single submission, as the API sends it — and
+	// drops the connection half-way through the body: the jobs exist and
+	// the client cannot read the answer. Status and Drop are ignored.
+	CutBody bool
 }
 
 func (r Rule) validate() error {
@@ -143,6 +148,9 @@ func (r Rule) validate() error {
 }
 
 func (f Failure) validate() error {
+	if f.CutBody && !f.AfterCreate {
+		return errors.New("a failure that cuts the answer's body (CutBody) must create the jobs first (AfterCreate)")
+	}
 	if f.Times < 0 {
 		return fmt.Errorf("failure times %d is negative", f.Times)
 	}

@@ -113,7 +113,7 @@ func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user stri
 		}
 	}
 	j := e.createJob(sp, input, out, now, e.linksBase(r))
-	if submitFailure != nil {
+	if submitFailure != nil && !submitFailure.CutBody {
 		e.fail(w, r, &submitFailure.Failure, user)
 		return
 	}
@@ -127,6 +127,11 @@ func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user stri
 	}
 	b.buf = e.appendJob(b.buf[:0], j, now, e.linksBase(r))
 	h["Content-Type"] = e.hv.json
+	if submitFailure != nil {
+		e.stats.faultsInjected.Add(1)
+		b.sendCut(w, http.StatusAccepted)
+		return
+	}
 	b.send(w, http.StatusAccepted)
 }
 
@@ -261,7 +266,7 @@ func (e *Emulator) serveBatch(w http.ResponseWriter, r *http.Request, user strin
 	for i, a := range good {
 		jobs[i] = e.createJob(sp, a.input, a.out, now, base)
 	}
-	if len(failures) > 0 {
+	if len(failures) > 0 && !failures[0].CutBody {
 		e.fail(w, r, &failures[0].Failure, user)
 		return
 	}
@@ -278,6 +283,11 @@ func (e *Emulator) serveBatch(w http.ResponseWriter, r *http.Request, user strin
 	}
 	b.buf = append(b.buf, '}')
 	h["Content-Type"] = e.hv.json
+	if len(failures) > 0 {
+		e.stats.faultsInjected.Add(1)
+		b.sendCut(w, http.StatusAccepted)
+		return
+	}
 	b.send(w, http.StatusAccepted)
 }
 

@@ -11,15 +11,24 @@ type ClaimState string
 // The states of a claim. The submitter moves a claim only by
 // compare-and-set on its revision:
 //
-//	(none) ──Create──▶ claimed ──▶ submitted      the API returned a job id
-//	                      │
-//	                      └──────▶ released ──▶ claimed (again, by a retry)
+//	(none) ──Create──▶ claimed ──────────▶ submitted   the API returned a job id
+//	                    │   │  ▲
+//	                    │   ▼  │ the one opt-in retry
+//	                    │  unknown                     the answer proves nothing
+//	                    ▼
+//	                 released ──▶ claimed (again, by a retry)
 //
 // A claim found "claimed" by a redelivered payload means a submitter took
 // the doc and never recorded the API's answer: the outcome is unknown and the
 // job may have billed, so the doc is a hard failure and is never resubmitted
 // automatically (unless ClaimedAt is so recent that the holder may still be
-// working; then retry later).
+// working; then retry later). A claim "unknown" says the same of an answer
+// that was recorded: a 5xx, a connection lost after the request was sent, an
+// unreadable 2xx without a job id.
+//
+// MayHaveBilled is sticky: once an answer left the outcome unknown, every
+// later state of the claim keeps it, so a doc that got a 500 and then 429s
+// on its one opt-in retry still ends marked.
 const (
 	// ClaimHeld: a submitter is about to POST (or is posting) the doc.
 	ClaimHeld ClaimState = "claimed"
@@ -31,6 +40,12 @@ const (
 	// was refused or never sent) and gave the doc back; a retry may claim it
 	// again.
 	ClaimReleased ClaimState = "released"
+	// ClaimUnknown: the API's answer did not prove whether it created a job
+	// (a 5xx, a timeout or dropped connection after the request was sent,
+	// an unreadable 2xx without a job id). The doc is not submitted again,
+	// except once when the submitter is configured to retry an unknown
+	// outcome (Retries counts that retry).
+	ClaimUnknown ClaimState = "unknown"
 )
 
 // Claim is the value stored in the claims bucket under
@@ -47,9 +62,25 @@ type Claim struct {
 	// APIJobID and SubmittedAt are set with ClaimSubmitted.
 	APIJobID    string    `json:"api_job_id,omitempty"`
 	SubmittedAt time.Time `json:"submitted_at,omitzero"`
-	// Reason says why a claim was released.
+	// Reason says why a claim was released, or what answer left its
+	// outcome unknown.
 	Reason string `json:"reason,omitempty"`
-	Extra  Extra  `json:"-"`
+	// MayHaveBilled is set once a request for the doc got an answer that
+	// does not prove the API created no job, and kept by every later state:
+	// the doc may have been billed although no job id is known.
+	MayHaveBilled bool `json:"may_have_billed,omitempty"`
+	// Retries counts the requests sent again after an unknown outcome (at
+	// most one, and only when the submitter is configured for it).
+	Retries int   `json:"retries,omitempty"`
+	Extra   Extra `json:"-"`
+}
+
+// OutcomeUnknown reports whether a request for the doc may have created a
+// job whose id nobody knows: the claim is held (a submitter may be inside
+// its request, or died there), unknown, or carries the sticky mark. A doc
+// whose claim says so is never recorded as plainly unsubmitted.
+func (c Claim) OutcomeUnknown() bool {
+	return c.MayHaveBilled || c.State == ClaimHeld || c.State == ClaimUnknown
 }
 
 var claimKeys = jsonKeys(reflect.TypeFor[Claim]())

@@ -315,7 +315,7 @@ func DecodeClaim(data []byte) (*Claim, error) {
 		return nil, fmt.Errorf("messages: claim: %w", err)
 	}
 	switch c.State {
-	case ClaimHeld, ClaimReleased:
+	case ClaimHeld, ClaimReleased, ClaimUnknown:
 	case ClaimSubmitted:
 		if c.APIJobID == "" {
 			return nil, errors.New("messages: claim: submitted without an api_job_id")

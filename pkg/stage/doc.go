@@ -42,7 +42,11 @@
 //
 //     If a publish fails, nothing is acked: the message is redelivered
 //     after Config.PublishRetryDelay and the handler runs again (handlers
-//     are idempotent).
+//     are idempotent). A failure event that would exceed the broker's
+//     message size (a payload near the limit, echoed in a reason) goes
+//     without its copy of the payload (the feeder's event recorded it) and
+//     with its texts cut short, so that it never keeps its message from
+//     being settled.
 //
 // A failure event is recorded at the consumer's InputDataType for the doc
 // the message names. When the doc cannot be read (the message does not
@@ -68,6 +72,12 @@
 // counts in the consumer's NumAckPending until it is redelivered; after a
 // drain that finished in time, NumAckPending is 0.)
 //
+// One exception: a message whose handler pinned it (Msg.Pin) holds
+// something that exists only in this process — the submitter's job id that
+// the claims bucket has not stored yet, during a broker outage. It is not
+// released, and Run waits for its handler however long that takes (logging
+// every 10s), since stopping would lose it; heartbeats go on meanwhile.
+//
 // # Watchdog
 //
 // Every Config.WatchdogInterval the runtime asks the server for its
@@ -82,7 +92,8 @@
 //
 // A *Worker is a health.Checker: Ready is OK while the last sample was
 // "ready"; Live fails while a handler has run longer than twice
-// HandlerTimeout. With Config.Registerer set, it exports (label stage):
+// HandlerTimeout, except while a message is pinned (a restart would lose
+// what only this process holds). With Config.Registerer set, it exports (label stage):
 //
 //	oxy_stage_messages_total{outcome}   ack, wait, retry, hard_failure, malformed, dead_letter, released, publish_error
 //	oxy_stage_handle_seconds            handler latency histogram

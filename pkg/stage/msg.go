@@ -29,6 +29,8 @@ type Msg struct {
 	// settled is set by whoever settles the message (the handler's path or
 	// the drain's release), so it is acked, termed or released exactly once.
 	settled atomic.Bool
+	// pins counts the handler's Pin calls not yet undone.
+	pins atomic.Int32
 	// handling is when the handler started, zero when it is not running
 	// (guarded by w.mu; read by Live).
 	handling time.Time
@@ -88,6 +90,25 @@ func (m *Msg) Origin() messages.Actor { return messages.OriginOf(m.raw.Headers()
 func (m *Msg) Key() messages.Key {
 	m.keyOnce.Do(func() { m.key = messages.Peek(m.raw.Subject(), m.raw.Data()) })
 	return m.key
+}
+
+// Pin tells the runtime that the handler holds, for this message,
+// something that exists nowhere else yet — the submitter's job id, returned
+// by the API and not yet stored under its claim — and is working to store
+// it. Until the returned function is called (it may be called more than
+// once), a drain that runs out of time does not release the message but
+// waits for its handler however long it takes, and Live does not call the
+// worker stuck: a restart would lose what only this process holds.
+func (m *Msg) Pin() (unpin func()) {
+	m.pins.Add(1)
+	m.w.pinned.Add(1)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.pins.Add(-1)
+			m.w.pinned.Add(-1)
+		})
+	}
 }
 
 // Publish sends an output envelope (a Submitted, a Done, a RunCompleted, …)

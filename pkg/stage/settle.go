@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -221,6 +222,7 @@ func (w *Worker) settle(m *Msg, p plan) {
 		p.event = nil
 	}
 	if p.event != nil {
+		w.fit(p.event)
 		if err := m.Publish(p.event); err != nil {
 			w.log.Debug("status event not sent", zap.Error(err))
 		}
@@ -261,6 +263,52 @@ func (w *Worker) settle(m *Msg, p plan) {
 		w.log.Warn("hard failure", w.msgFields(m, zap.String("outcome", p.outcome), zap.String("reason", redact.String(p.reason)))...)
 	}
 	w.finish(m, p.outcome)
+}
+
+// eventHeadroom is what a status event's headers may take, when fit checks
+// it against the broker's message size.
+const eventHeadroom = 8 << 10
+
+// maxEventText bounds a reason or error message of an event fit shrinks.
+const maxEventText = 4 << 10
+
+// fit makes a failure event fit the broker's message size. A payload near
+// the limit echoed in a reason (a rejection names the payload's input)
+// would make the event unpublishable: its message would be redelivered
+// until dead-lettered as something it is not. Such an event goes without
+// its copy of the payload (the feeder's event recorded the doc's payload,
+// and the ledger keeps it) and with its texts cut short.
+func (w *Worker) fit(ev *messages.StatusEvent) {
+	limit := int(w.cfg.Conn.MaxPayload()) - eventHeadroom
+	size := len(ev.Payload) + len(ev.Reason)
+	if ev.Error != nil {
+		size += len(ev.Error.Message)
+	}
+	if limit <= 0 || size <= limit/8 {
+		return // the common event: far below the limit however it is escaped
+	}
+	if data, err := ev.MarshalJSON(); err == nil && len(data) <= limit {
+		return
+	}
+	ev.Payload = nil
+	ev.Reason = shorten(ev.Reason, maxEventText)
+	if ev.Error != nil {
+		e := *ev.Error
+		e.Message = shorten(e.Message, maxEventText)
+		ev.Error = &e
+	}
+}
+
+// shorten cuts s to at most n bytes on a rune boundary, marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // heartbeats sends InProgress for every held message that has not had one

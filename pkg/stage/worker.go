@@ -69,6 +69,9 @@ type Worker struct {
 	slots chan struct{}
 	wg    sync.WaitGroup
 	ran   atomic.Bool
+	// pinned counts the messages whose handler holds what exists nowhere
+	// else yet (Msg.Pin).
+	pinned atomic.Int64
 
 	mu        sync.Mutex
 	consumer  jetstream.Consumer
@@ -354,12 +357,39 @@ func (w *Worker) drain(cancelWork context.CancelFunc) {
 	w.mu.Lock()
 	stuck := make([]*Msg, 0, len(w.held))
 	for m := range w.held {
-		stuck = append(stuck, m)
+		if m.pins.Load() == 0 {
+			stuck = append(stuck, m)
+		}
 	}
 	w.mu.Unlock()
 	w.log.Error("handlers ignored cancellation; releasing their messages", zap.Int("messages", len(stuck)))
 	for _, m := range stuck {
 		w.release(m, "drain timeout")
+	}
+	w.awaitPinned()
+}
+
+// awaitPinned waits, however long it takes, until no handler holds what
+// exists nowhere else yet (see Msg.Pin): stopping now would lose it.
+func (w *Worker) awaitPinned() {
+	if w.pinned.Load() == 0 {
+		return
+	}
+	start := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	next := start
+	for range tick.C {
+		n := w.pinned.Load()
+		if n == 0 {
+			w.log.Info("every pinned message was stored; stopping", zap.Duration("waited", time.Since(start).Round(time.Millisecond)))
+			return
+		}
+		if now := time.Now(); !now.Before(next) {
+			w.log.Error("not stopping yet: handlers hold what exists only in this process (job ids not yet stored); waiting for them",
+				zap.Int64("messages", n), zap.Duration("waited", now.Sub(start).Round(time.Second)))
+			next = now.Add(10 * time.Second)
+		}
 	}
 }
 

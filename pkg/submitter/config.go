@@ -85,6 +85,17 @@ type Config struct {
 	// RunStateTTL is how long a run's state (ready, stopping, …) read from
 	// the runs bucket is trusted before it is read again. Default 2s.
 	RunStateTTL time.Duration
+	// RetryUnknownOnce sends a payload once more after an answer that left
+	// its outcome unknown: a 5xx, a timeout or dropped connection after the
+	// request was sent, an unreadable 2xx without a job id. Off (the
+	// default), such a payload is never sent again automatically: it ends
+	// unsubmitted, marked as possibly billed (error.may_have_billed in the
+	// run log), for the user to decide. On, it is sent exactly once more,
+	// with a warning; if that answer is unknown too, or the retry is refused,
+	// it ends marked as well. The cost: a second bill for each such payload
+	// whose first request did create a job (the API can create a job and
+	// still answer 5xx), so at most two jobs per payload.
+	RetryUnknownOnce bool
 	// RateLimitedRetry is the redelivery delay of a payload that got a 429
 	// of the rate limit (the pacer pauses submissions meanwhile). Other
 	// retryable failures follow the consumer's RetryBackoff. Default 1s.

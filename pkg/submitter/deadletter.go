@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/redact"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/stage"
 	"github.com/oxypipe/oxypipe/pkg/topology"
@@ -19,10 +20,15 @@ import (
 // claim says what is true:
 //
 //   - submitted: the job exists. The doc is not a failure: its Submitted
-//     is published again and the event becomes the success at submitted.
+//     is published again and the event becomes the success at submitted
+//     (or, when that cannot be published, unfetched with the job's id).
 //   - claimed: a submitter took the doc and never recorded the API's
 //     answer: unsubmitted, outcome unknown, may have billed.
-//   - none or released: nothing was created: unsubmitted, with the reason.
+//   - unknown, or released with the may-have-billed mark: unsubmitted, may
+//     have billed.
+//   - none, or released: nothing was created: unsubmitted, with the reason.
+//   - unreadable: it may hold a job id, so never plainly unsubmitted:
+//     unsubmitted, may have billed, saying the claim could not be read.
 func (s *Submitter) deadLetter(ctx context.Context, m *stage.Msg, ev *messages.StatusEvent) {
 	k := m.Key()
 	if k.Run == "" || k.Doc == "" {
@@ -31,27 +37,39 @@ func (s *Submitter) deadLetter(ctx context.Context, m *stage.Msg, ev *messages.S
 	kctx, cancel := s.kvContext(ctx)
 	ref, err := s.claims.Get(kctx, k.Run, k.Doc)
 	cancel()
+	ev.State = runlog.Unsubmitted
+	if ev.Error == nil {
+		ev.Error = &runlog.ErrorInfo{Message: ev.Reason}
+	}
 	switch {
 	case errors.Is(err, topology.ErrNoClaim):
 	case err != nil:
-		s.log.Warn("dead letter: could not read the payload's claim", zap.String("run", k.Run), zap.String("doc", k.Doc), zap.Error(err))
+		s.log.Warn("dead letter: could not read the payload's claim; it is recorded as possibly billed",
+			zap.String("run", k.Run), zap.String("doc", k.Doc), zap.Error(err))
+		s.met.count(outUnknown)
+		ev.Reason += "; whether a job exists is unknown: the payload's claim could not be read (" + redact.String(err.Error()) + ")"
+		ev.Error = markedInfo(ev.Error)
 		return
 	case ref.Claim.State == messages.ClaimSubmitted:
 		if s.successFromClaim(m, ev, ref.Claim) {
 			return
 		}
+		c := ref.Claim
+		ev.State, ev.APIJobID = runlog.Unfetched, c.APIJobID
+		ev.Error = &runlog.ErrorInfo{Message: fmt.Sprintf("job %s exists (the payload's claim holds its id), but it could not be passed on to be fetched; fetch it by id", c.APIJobID)}
+		return
 	case ref.Claim.State == messages.ClaimHeld:
 		s.met.count(outUnknown)
-		ev.State = runlog.Unsubmitted
-		ev.Error = &runlog.ErrorInfo{Message: unknownOutcomeError}
+		ev.Error = &runlog.ErrorInfo{Message: unknownOutcomeError, MayHaveBilled: true}
 		ev.Reason = fmt.Sprintf("%s; %s", ev.Reason, unknownOutcome(ref.Claim))
+		return
+	case ref.Claim.OutcomeUnknown():
+		s.met.count(outUnknown)
+		ev.Reason = fmt.Sprintf("%s; an earlier request's outcome is unknown (%s)", ev.Reason, ref.Claim.Reason)
+		ev.Error = markedInfo(ev.Error)
 		return
 	}
 	s.met.count(outUnsubmitted)
-	ev.State = runlog.Unsubmitted
-	if ev.Error == nil {
-		ev.Error = &runlog.ErrorInfo{Message: ev.Reason}
-	}
 	ev.Error.Message += "; the payload was not submitted"
 }
 

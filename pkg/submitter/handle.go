@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/payload"
@@ -14,7 +14,6 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/stage"
 	"github.com/oxypipe/oxypipe/pkg/topology"
-	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 // item is one payload message on its way through a handler call.
@@ -26,12 +25,20 @@ type item struct {
 	input string // input value, redacted
 	// claim is the doc's claim while this call holds it.
 	claim *topology.ClaimRef
+	// retryOf is the answer that left the doc's outcome unknown, when this
+	// call sends it again (the one retry of RetryUnknownOnce).
+	retryOf string
 	// res is how the message is settled (nil: ack).
 	res error
 }
 
 // what names the payload the way the origin's log lines do: "<src> <input>".
 func (it *item) what() string { return it.src + " " + it.input }
+
+// maxInput bounds the input a reason or a log line names: a payload near
+// the broker's message size, named in full in its failure event beside its
+// own copy, would make the event too large to publish.
+const maxInput = 256
 
 // handler is the stage.BatchHandler (and stage.DeadLetterer) of a Submitter.
 type handler struct{ s *Submitter }
@@ -81,7 +88,19 @@ func decode(m *stage.Msg) (*item, error) {
 			Reason: fmt.Sprintf(`"payload" is not a WSA request body: %v`, errors.Unwrap(err))}
 	}
 	_, input := p.Input()
-	return &item{m: m, env: env, p: p, src: p.Source(), input: redact.String(input)}, nil
+	return &item{m: m, env: env, p: p, src: p.Source(), input: shorten(redact.String(input), maxInput)}, nil
+}
+
+// shorten cuts s to at most n bytes on a rune boundary, marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // uniqueDocs splits items into the first message of each doc and the rest,
@@ -127,7 +146,7 @@ func (s *Submitter) round(ctx context.Context, items []*item) {
 	forEach(len(items), s.cfg.Concurrency, func(i int) {
 		it := items[i]
 		if err, found := viewErrs[it.env.Run]; found {
-			it.res = s.retry(it, 0, "could not read the run's state: "+err.Error(), nil, err)
+			it.res = s.retry(ctx, it, 0, "could not read the run's state: "+err.Error(), nil, err)
 			return
 		}
 		ok[i] = s.prepare(ctx, it, views[it.env.Run])
@@ -180,7 +199,7 @@ func (s *Submitter) precheck(ctx context.Context, it *item) bool {
 	if err != nil || ref.Claim.State == messages.ClaimReleased {
 		return true
 	}
-	return s.claimHeld(it, *ref, true)
+	return s.claimHeld(ctx, it, *ref, true)
 }
 
 // claim claims the doc of an admitted payload. It returns false when the
@@ -194,42 +213,48 @@ func (s *Submitter) claim(ctx context.Context, it *item) bool {
 		it.claim = ref
 		return true
 	case errors.As(err, &held):
-		if s.claimHeld(it, held.Held, true) {
+		if s.claimHeld(ctx, it, held.Held, true) {
 			return s.takeOver(ctx, it, held.Held)
 		}
 		return false
 	default:
-		it.res = s.retry(it, 0, "could not claim the payload: "+err.Error(), nil, err)
+		it.res = s.retry(ctx, it, 0, "could not claim the payload: "+err.Error(), nil, err)
 		return false
 	}
 }
 
 // runStopped settles a payload of a stopped or failed run without calling
 // the API — unless its claim shows it was submitted already, in which case
-// its job goes on to be polled and written like any other.
+// its job goes on to be polled and written like any other. A claim that
+// could not be read is read again on a later delivery (and at the last one
+// the payload ends marked, see giveUp): it may hold a job id.
 func (s *Submitter) runStopped(ctx context.Context, it *item, run runView) {
 	kctx, cancel := s.kvContext(ctx)
 	ref, err := s.claims.Get(kctx, it.env.Run, it.env.Doc)
 	cancel()
+	msg := run.why()
+	info := &runlog.ErrorInfo{Message: msg}
 	switch {
 	case errors.Is(err, topology.ErrNoClaim):
 	case err != nil:
-		it.res = s.retry(it, 0, "could not read the payload's claim: "+err.Error(), nil, err)
+		it.res = s.retry(ctx, it, 0, "could not read the payload's claim: "+err.Error(), nil, err)
 		return
 	case ref.Claim.State != messages.ClaimReleased:
-		s.claimHeld(it, *ref, false)
+		s.claimHeld(ctx, it, *ref, false)
 		return
+	case ref.Claim.MayHaveBilled:
+		info = markedInfo(info)
 	}
 	s.met.count(outUnsubmitted)
-	msg := run.why()
-	it.res = stage.Hard(runlog.Unsubmitted, msg, &runlog.ErrorInfo{Message: msg})
+	it.res = stage.Hard(runlog.Unsubmitted, msg, info)
 }
 
 // claimHeld decides about a doc whose claim another delivery holds or left,
 // and settles the item — except for a deliberate re-drive (a higher
-// Attempt over a stale claim without a job id), for which it returns true:
-// the caller may take the claim over (maySubmit false forbids that).
-func (s *Submitter) claimHeld(it *item, ref topology.ClaimRef, maySubmit bool) bool {
+// Attempt over a stale claim without a job id, or an unknown one) and for
+// the one retry of RetryUnknownOnce, for which it returns true: the caller
+// may take the claim over (maySubmit false forbids that).
+func (s *Submitter) claimHeld(ctx context.Context, it *item, ref topology.ClaimRef, maySubmit bool) bool {
 	c := ref.Claim
 	switch c.State {
 	case messages.ClaimSubmitted:
@@ -252,27 +277,49 @@ func (s *Submitter) claimHeld(it *item, ref topology.ClaimRef, maySubmit bool) b
 			return true
 		}
 		s.met.count(outUnknown)
-		it.res = stage.Hard(runlog.Unsubmitted, unknownOutcome(c), &runlog.ErrorInfo{Message: unknownOutcomeError})
+		it.res = stage.Hard(runlog.Unsubmitted, unknownOutcome(c), &runlog.ErrorInfo{Message: unknownOutcomeError, MayHaveBilled: true})
+		return false
+	case messages.ClaimUnknown:
+		// An earlier answer left the outcome unknown. It is sent again only
+		// once, when so configured, or for a deliberate re-drive.
+		if maySubmit && (s.mayRetryUnknown(c) || c.Attempt < it.env.Attempt) {
+			return true
+		}
+		s.met.count(outUnknown)
+		reason := fmt.Sprintf("the outcome of submitting %s is unknown: %s; %s, so it is not submitted again automatically",
+			it.what(), c.Reason, runlog.MayHaveBilled)
+		it.res = stage.Hard(runlog.Unsubmitted, reason, markedInfo(&runlog.ErrorInfo{Message: c.Reason}))
 		return false
 	default:
 		// Released between our look and now: claim it on the next delivery.
-		it.res = s.retry(it, 0, fmt.Sprintf("the payload's claim is %q; trying again", c.State), nil, nil)
+		it.res = s.retry(ctx, it, 0, fmt.Sprintf("the payload's claim is %q; trying again", c.State), nil, nil)
 		return false
 	}
 }
 
-// takeOver claims a doc again for a deliberate re-drive (a higher Attempt)
-// of a doc whose earlier attempt left an unknown outcome.
+// mayRetryUnknown reports whether a doc whose claim is unknown may be sent
+// once more: RetryUnknownOnce is set and it was not sent again yet.
+func (s *Submitter) mayRetryUnknown(c messages.Claim) bool {
+	return s.cfg.RetryUnknownOnce && c.Retries == 0
+}
+
+// takeOver claims a doc again whose earlier request left an unknown
+// outcome: for a deliberate re-drive (a higher Attempt), or for the one
+// retry of RetryUnknownOnce, which the claim counts. The new claim keeps
+// the may-have-billed mark.
 func (s *Submitter) takeOver(ctx context.Context, it *item, ref topology.ClaimRef) bool {
-	old := ref
-	it.claim = &old
-	s.release(ctx, it, fmt.Sprintf("superseded by attempt %d", it.env.Attempt))
-	claim, err := s.acquire(ctx, it)
+	retry := ref.Claim.State == messages.ClaimUnknown && ref.Claim.Attempt >= it.env.Attempt
+	kctx, cancel := s.kvContext(ctx)
+	claim, err := s.claims.Retake(kctx, ref, it.env.Attempt, s.cfg.Instance, time.Now().UTC(), retry)
+	cancel()
 	if err != nil {
-		it.res = s.retry(it, 0, "could not claim the re-driven payload: "+err.Error(), nil, err)
+		it.res = s.retry(ctx, it, 0, "could not claim the payload again: "+err.Error(), nil, err)
 		return false
 	}
 	it.claim = claim
+	if retry {
+		it.retryOf = ref.Claim.Reason
+	}
 	return true
 }
 
@@ -308,27 +355,49 @@ func (s *Submitter) publishSubmitted(it *item, jobID string, at time.Time) error
 	})
 }
 
-// retry is a soft failure, or on the message's last allowed delivery a hard
-// failure "unsubmitted" carrying the last error (rather than the runtime's
-// generic "poison message").
-func (s *Submitter) retry(it *item, delay time.Duration, reason string, info *runlog.ErrorInfo, cause error) error {
-	if limit := s.worker.Settings().MaxDeliver; limit > 0 && it.m.NumDelivered() >= limit {
-		s.met.count(outUnsubmitted)
-		msg := fmt.Sprintf("gave up after %d deliveries: %s", it.m.NumDelivered(), reason)
-		if info == nil {
-			info = &runlog.ErrorInfo{Message: reason}
-		}
-		if wsa.MayHaveCreatedJob(cause) && !strings.Contains(info.Message, runlog.MayHaveBilled) {
-			// The run log keeps the API's error and says what it may
-			// have cost, so that a recovery does not resubmit blindly.
-			marked := *info
-			marked.Message += "; " + runlog.MayHaveBilled
-			info = &marked
-		}
-		return &stage.HardError{State: runlog.Unsubmitted, Reason: msg, Info: info, Cause: cause}
+// retry is a soft failure, or on the message's last allowed delivery what
+// giveUp decides (rather than the runtime's generic "poison message").
+func (s *Submitter) retry(ctx context.Context, it *item, delay time.Duration, reason string, info *runlog.ErrorInfo, cause error) error {
+	if !s.willRetry(it) {
+		return s.giveUp(ctx, it, reason, info, cause)
 	}
 	s.met.count(outRetry)
 	return &stage.RetryError{Delay: delay, Reason: reason, Info: info, Cause: cause}
+}
+
+// giveUp settles a payload on its last allowed delivery, after a failure
+// that would otherwise be retried, by what its claim says: a job id means
+// the job exists (its Submitted is published again); a claim that may hide
+// a job, or one that cannot be read, makes the payload unsubmitted with the
+// may-have-billed mark (a claim that may hold a job id is never plainly
+// unsubmitted); else it is unsubmitted with the last error.
+func (s *Submitter) giveUp(ctx context.Context, it *item, reason string, info *runlog.ErrorInfo, cause error) error {
+	msg := fmt.Sprintf("gave up after %d deliveries: %s", it.m.NumDelivered(), reason)
+	if info == nil {
+		info = &runlog.ErrorInfo{Message: reason}
+	}
+	kctx, cancel := s.kvContext(ctx)
+	ref, err := s.claims.Get(kctx, it.env.Run, it.env.Doc)
+	cancel()
+	marked := false
+	switch {
+	case errors.Is(err, topology.ErrNoClaim):
+	case err != nil:
+		marked = true
+		msg += "; whether a job exists is unknown: the payload's claim could not be read (" + redact.String(err.Error()) + ")"
+	case ref.Claim.State == messages.ClaimSubmitted:
+		s.met.count(outRepublished)
+		return s.publishSubmitted(it, ref.Claim.APIJobID, ref.Claim.SubmittedAt)
+	default:
+		marked = ref.Claim.OutcomeUnknown()
+	}
+	if marked {
+		s.met.count(outUnknown)
+		info = markedInfo(info)
+	} else {
+		s.met.count(outUnsubmitted)
+	}
+	return &stage.HardError{State: runlog.Unsubmitted, Reason: msg, Info: info, Cause: cause}
 }
 
 // forEach calls fn(0..n-1) with at most limit calls running at once, and

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +38,9 @@ type options struct {
 	password   string // the client's password; default the emulator's
 	maxDeliver int
 	configure  func(*submitter.Config)
+	// proxy, when set, stands between the client and the emulator (to
+	// change an answer the emulator cannot give).
+	proxy func(api http.Handler) http.Handler
 }
 
 // env is one test's broker, API emulator and submitter.
@@ -92,7 +97,13 @@ func setup(t testing.TB, o options) *env {
 	if o.password != "" {
 		password = o.password
 	}
-	client, err := wsa.New(wsa.Config{BaseURL: api.URL, Username: api.Username, Password: password, Timeout: 5 * time.Second})
+	base := api.URL
+	if o.proxy != nil {
+		front := httptest.NewServer(o.proxy(api.Emulator))
+		t.Cleanup(front.Close)
+		base = front.URL
+	}
+	client, err := wsa.New(wsa.Config{BaseURL: base, Username: api.Username, Password: password, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ const (
 	outRepublished = "republished"     // the claim already held a job id: not resubmitted
 	outRejected    = "rejected"        // refused locally or by the API
 	outUnsubmitted = "unsubmitted"     // stop, throttle, run stopped, retries exhausted
-	outUnknown     = "unknown_outcome" // a claim without a job id was left by a dead submitter
+	outUnknown     = "unknown_outcome" // may have billed: an answer that proves nothing, or a claim a dead submitter left
 	outRetry       = "retry"           // soft failure, redelivered later
 	outWait        = "wait"            // another submitter holds the claim
 )

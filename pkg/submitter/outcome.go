@@ -15,19 +15,32 @@ import (
 
 // accepted records a job the API created for the item: the job id goes
 // under the claim first, then Submitted and the success event are
-// published; the runtime acks once both are stored.
+// published; the runtime acks once both are stored. Until the id is stored
+// the message is pinned: the id exists nowhere else.
 func (s *Submitter) accepted(ctx context.Context, it *item, jobID string) {
 	at := time.Now().UTC()
+	unpin := it.m.Pin()
 	s.markSubmitted(ctx, it, jobID, at)
+	unpin()
 	s.met.count(outSubmitted)
 	it.res = s.publishSubmitted(it, jobID, at)
 }
 
-// failed settles an item whose submission failed. warn says whether a
-// retry after a possibly billed request should be logged here (a batch
-// logs it once for all its payloads).
-func (s *Submitter) failed(ctx context.Context, it *item, err error, warn bool) {
+// failed settles an item whose submission failed. A payload is sent again
+// only after an answer that proves the API created no job (a 429 of the
+// rate limit, a failure before the request was sent in full); any other
+// failed answer leaves the outcome unknown (see unknown).
+func (s *Submitter) failed(ctx context.Context, it *item, err error) {
+	if wsa.MayHaveCreatedJob(err) {
+		s.unknown(ctx, it, err)
+		return
+	}
 	info := errorInfo(err)
+	if it.claim != nil && it.claim.Claim.MayHaveBilled {
+		// An earlier request of this doc left its outcome unknown: whatever
+		// this answer says, that one may have billed.
+		info = markedInfo(info)
+	}
 	text := redact.String(err.Error())
 	switch wsa.Classify(err) {
 	case wsa.Reject:
@@ -47,25 +60,40 @@ func (s *Submitter) failed(ctx context.Context, it *item, err error, warn bool) 
 		s.runs.stop(ctx, it.env.Run, reason)
 		s.met.count(outUnsubmitted)
 		it.res = stage.Hard(runlog.Unsubmitted, reason, info)
-	default: // Retry, and Canceled (our own SubmitTimeout: a timeout)
-		may := wsa.MayHaveCreatedJob(err)
-		// The origin retries after a 5xx or a read error although the API
-		// may have created the job; so do we, saying so.
+	default: // Retry, Canceled: a 429 of the rate limit, or nothing was sent
 		s.release(ctx, it, "retry: "+text)
-		if may && warn && s.willRetry(it) {
-			s.log.Warn(fmt.Sprintf("Retrying a submission of %s after %s; the API may have created its job, and a duplicate bills",
-				it.what(), text))
-		}
-		reason := fmt.Sprintf("submitting %s failed: %s", it.what(), text)
-		if may {
-			reason += "; " + runlog.MayHaveBilled
-		}
 		var delay time.Duration
 		if errors.Is(err, wsa.ErrTooManyRequests) {
 			delay = s.cfg.RateLimitedRetry
 		}
-		it.res = s.retry(it, delay, reason, info, err)
+		it.res = s.retry(ctx, it, delay, fmt.Sprintf("submitting %s failed: %s", it.what(), text), info, err)
 	}
+}
+
+// unknown settles an item whose request got an answer that does not prove
+// the API created no job: a 5xx, a timeout or dropped connection after the
+// request was sent, an unreadable 2xx without a job id. The API may have
+// created (and billed) the job, so the claim is marked unknown — a sticky
+// mark every later state keeps — and the payload is not sent again: it ends
+// unsubmitted, marked as possibly billed. With RetryUnknownOnce it is
+// redelivered and sent exactly once more (see takeOver), unless this was
+// already that retry.
+func (s *Submitter) unknown(ctx context.Context, it *item, err error) {
+	text := redact.String(err.Error())
+	retries := 0
+	if it.claim != nil {
+		retries = it.claim.Claim.Retries
+	}
+	s.markUnknown(ctx, it, text)
+	info := markedInfo(errorInfo(err))
+	reason := fmt.Sprintf("submitting %s failed: %s; %s", it.what(), text, runlog.MayHaveBilled)
+	if s.cfg.RetryUnknownOnce && retries == 0 && s.willRetry(it) {
+		s.met.count(outRetry)
+		it.res = &stage.RetryError{Reason: reason + "; it will be sent once more, as configured", Info: info, Cause: err}
+		return
+	}
+	s.met.count(outUnknown)
+	it.res = &stage.HardError{State: runlog.Unsubmitted, Reason: reason + ", so it is not submitted again automatically", Info: info, Cause: err}
 }
 
 // willRetry reports whether a retryable failure of the item is retried
@@ -100,4 +128,24 @@ func errorInfo(err error) *runlog.ErrorInfo {
 		info.StatusCode = &code
 	}
 	return info
+}
+
+// markedInfo returns info with the may-have-billed mark: the structured
+// field, which is what recovery tools read, and the same words at the end
+// of the message for a human reader. A marked info is returned as it is.
+func markedInfo(info *runlog.ErrorInfo) *runlog.ErrorInfo {
+	if info == nil {
+		info = &runlog.ErrorInfo{}
+	}
+	if info.MayHaveBilled {
+		return info
+	}
+	m := *info
+	m.MayHaveBilled = true
+	if m.Message == "" {
+		m.Message = runlog.MayHaveBilled
+	} else {
+		m.Message += "; " + runlog.MayHaveBilled
+	}
+	return &m
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/redact"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/stage"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
@@ -117,12 +116,35 @@ func (s *Submitter) send(ctx context.Context, r *request) {
 	if !ok {
 		return
 	}
+	s.warnRetries(r, items)
 	if !r.batch || len(items) == 1 {
 		// (A batch whose other payloads turned out to be taken goes alone.)
 		s.submitSingle(ctx, t, items[0])
 		return
 	}
 	s.submitBatch(ctx, t, items)
+}
+
+// warnRetries logs the origin's warning for the payloads of a request that
+// are sent again after an unknown outcome (the one retry of
+// RetryUnknownOnce): their first request may have created a job, and this
+// one may bill a second.
+func (s *Submitter) warnRetries(r *request, items []*item) {
+	var again []*item
+	for _, it := range items {
+		if it.retryOf != "" {
+			again = append(again, it)
+		}
+	}
+	if len(again) > 1 && r.batch && len(items) > 1 {
+		s.log.Warn(fmt.Sprintf("Retrying a batch of %d %s payloads after %s; the API may have created their jobs, and a duplicate bills",
+			len(again), again[0].src, again[0].retryOf))
+		return
+	}
+	for _, it := range again {
+		s.log.Warn(fmt.Sprintf("Retrying a submission of %s after %s; the API may have created its job, and a duplicate bills",
+			it.what(), it.retryOf))
+	}
 }
 
 // sendSingles sends each payload of a batch refused (wholly or for these
@@ -147,7 +169,7 @@ func (s *Submitter) submitSingle(ctx context.Context, t wsa.Ticket, it *item) {
 	s.pacer.Done(t, rl, err)
 	s.observe(endpointSubmit, 1, start, err)
 	if err != nil {
-		s.failed(ctx, it, err, true)
+		s.failed(ctx, it, err)
 		return
 	}
 	s.accepted(ctx, it, job.ID)
@@ -176,20 +198,25 @@ func (s *Submitter) submitBatch(ctx context.Context, t wsa.Ticket, items []*item
 				zap.String("source", src), zap.Int("payloads", len(items)), zap.String("error", redact.String(err.Error())))
 			s.sendSingles(ctx, items, "batch refused whole: to be sent singly")
 			return
-		case wsa.Retry, wsa.Canceled:
-			if wsa.MayHaveCreatedJob(err) && s.willRetry(items[0]) {
-				s.log.Warn(fmt.Sprintf("Retrying a batch of %d %s payloads after %s; the API may have created their jobs, and a duplicate bills",
-					len(items), src, redact.String(err.Error())))
-			}
 		}
+		// A 5xx or a lost answer leaves the outcome of every payload of
+		// the batch unknown; a 429 created none of their jobs.
 		for _, it := range items {
-			s.failed(ctx, it, err, false)
+			s.failed(ctx, it, err)
 		}
 		return
 	}
 	for _, j := range res.UnmatchedJobs {
 		s.log.Error("the API created a job that matches no payload of its batch; it bills and is not followed",
 			zap.String("source", src), zap.String("api_job_id", j.ID))
+	}
+	// The ids exist nowhere else until they are stored: pin every accepted
+	// payload's message now, not only the one being stored.
+	var unpins []func()
+	for i, bi := range res.Items {
+		if bi.Err == nil {
+			unpins = append(unpins, items[i].m.Pin())
+		}
 	}
 	var alone []*item
 	for i, bi := range res.Items {
@@ -205,8 +232,11 @@ func (s *Submitter) submitBatch(ctx context.Context, t wsa.Ticket, items []*item
 			}
 			alone = append(alone, it)
 		default:
-			s.failed(ctx, it, bi.Err, false)
+			s.failed(ctx, it, bi.Err)
 		}
+	}
+	for _, unpin := range unpins {
+		unpin()
 	}
 	if len(alone) > 0 {
 		s.sendSingles(ctx, alone, "source takes no batches: to be sent singly")
@@ -221,7 +251,7 @@ func (s *Submitter) submitBatch(ctx context.Context, t wsa.Ticket, items []*item
 // settled and left out; the ticket's cost stays what it was for the whole
 // request, which only errs on the slow side.
 func (s *Submitter) admit(ctx context.Context, items []*item) (wsa.Ticket, []*item, bool) {
-	if !s.mayStart(items) {
+	if !s.mayStart(ctx, items) {
 		return wsa.Ticket{}, nil, false
 	}
 	ps := make([]payload.Payload, len(items))
@@ -250,7 +280,7 @@ func (s *Submitter) admit(ctx context.Context, items []*item) (wsa.Ticket, []*it
 		}
 		return wsa.Ticket{}, nil, false
 	}
-	if !s.mayStart(items) { // stopped while waiting
+	if !s.mayStart(ctx, items) { // stopped while waiting
 		s.pacer.Done(t, wsa.RateLimit{}, errNotSent)
 		return wsa.Ticket{}, nil, false
 	}
@@ -271,8 +301,9 @@ func (s *Submitter) admit(ctx context.Context, items []*item) (wsa.Ticket, []*it
 
 // mayStart settles the items and returns false when their run was stopped
 // by this process (an earlier 401/403) or the worker is draining. The items
-// hold no claim yet.
-func (s *Submitter) mayStart(items []*item) bool {
+// hold no claim yet; a claim an earlier delivery left (a job, an unknown
+// outcome) decides how a payload of a stopped run ends (see runStopped).
+func (s *Submitter) mayStart(ctx context.Context, items []*item) bool {
 	if st, _ := s.worker.State(); st == stage.StateDraining || st == stage.StateStopped {
 		for _, it := range items {
 			it.res = stage.Wait(0)
@@ -283,11 +314,7 @@ func (s *Submitter) mayStart(items []*item) bool {
 	if !stopped {
 		return true
 	}
-	for _, it := range items {
-		s.met.count(outUnsubmitted)
-		msg := run.why()
-		it.res = stage.Hard(runlog.Unsubmitted, msg, &runlog.ErrorInfo{Message: msg})
-	}
+	forEach(len(items), s.cfg.Concurrency, func(i int) { s.runStopped(ctx, items[i], run) })
 	return false
 }
 

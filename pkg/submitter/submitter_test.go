@@ -422,8 +422,10 @@ func TestADomainThrottleIsNeverRetried(t *testing.T) {
 
 func TestExhaustedRetriesAreUnsubmittedWithTheLastError(t *testing.T) {
 	t.Parallel()
+	// 429s of the rate limit create no job: the payload is sent again until
+	// its deliveries run out, and ends unsubmitted, not marked.
 	e := setup(t, options{maxDeliver: 3, emulator: emulator.Config{Faults: []emulator.Fault{{
-		On: []emulator.Endpoint{emulator.EndpointSubmit}, Failure: emulator.Failure{Status: 503},
+		On: []emulator.Endpoint{emulator.EndpointSubmit}, Failure: emulator.Failure{Status: 429},
 	}}}})
 	e.feedUniversal(0, 1)
 	e.start()
@@ -433,26 +435,21 @@ func TestExhaustedRetriesAreUnsubmittedWithTheLastError(t *testing.T) {
 		t.Fatalf("events = %+v, want two soft failures and a hard one", evs)
 	}
 	last := evs[2]
-	if last.State != runlog.Unsubmitted || !strings.HasPrefix(last.Reason, "gave up after 3 deliveries: submitting universal "+url(0)+" failed: 503") ||
-		strings.Contains(last.Reason, "poison") || last.Error == nil || last.Error.StatusCode == nil || *last.Error.StatusCode != 503 {
+	if last.State != runlog.Unsubmitted || !strings.HasPrefix(last.Reason, "gave up after 3 deliveries: submitting universal "+url(0)+" failed: 429") ||
+		strings.Contains(last.Reason, "poison") || last.Error == nil || last.Error.StatusCode == nil || *last.Error.StatusCode != 429 {
 		t.Fatalf("last event = %+v", last)
 	}
-	// A 5xx may have created the job: the run log says so, and recovery
-	// leaves the payload alone unless asked.
-	if !strings.HasSuffix(last.Error.Message, "; "+runlog.MayHaveBilled) || strings.Count(last.Error.Message, runlog.MayHaveBilled) != 1 {
-		t.Fatalf("last error message %q does not end with the may-have-billed note", last.Error.Message)
+	if last.Error.MayHaveBilled || strings.Contains(last.Error.Message, runlog.MayHaveBilled) {
+		t.Fatalf("last error %+v is marked as possibly billed after 429s only", last.Error)
 	}
 	if e.requests(emulator.EndpointSubmit) != 3 || e.jobs() != 0 {
 		t.Fatalf("%d requests, %d jobs; want 3 and 0", e.requests(emulator.EndpointSubmit), e.jobs())
 	}
-	if c := e.claim(0); c == nil || c.State != messages.ClaimReleased {
-		t.Fatalf("claim = %+v, want released", c)
+	if c := e.claim(0); c == nil || c.State != messages.ClaimReleased || c.MayHaveBilled {
+		t.Fatalf("claim = %+v, want released, unmarked", c)
 	}
-	// Each retry after a 5xx warns that a duplicate may bill; the last
-	// delivery is not retried.
-	want := "Retrying a submission of universal " + url(0) + " after 503"
-	if n := e.logged(want); n != 2 {
-		t.Fatalf("%d warnings %q, want 2", n, want)
+	if n := e.logged("Retrying a submission"); n != 0 {
+		t.Fatalf("%d duplicate-billing warnings after 429s, want none", n)
 	}
 }
 
@@ -766,33 +763,5 @@ func TestADeadLetterWhoseClaimHoldsAJobIsTheJobsSuccess(t *testing.T) {
 	}
 	if e.counter("oxy_stage_messages_total", "dead_letter") != 1 {
 		t.Fatal("the message did not go through the dead letter")
-	}
-}
-
-func TestA5xxAfterTheJobWasCreatedIsRetriedWithAWarning(t *testing.T) {
-	t.Parallel()
-	// The origin client's behaviour, kept on purpose: a 5xx may hide a job
-	// the API created, and the payload is retried with a warning that a
-	// duplicate bills. The emulator creates the job, then fails.
-	e := setup(t, options{emulator: emulator.Config{Rules: []emulator.Rule{{
-		Pattern: regexp.MustCompile(`/item/0$`),
-		Outcome: emulator.Outcome{SubmitFailure: &emulator.Failure{Status: 500, Times: 1, AfterCreate: true}},
-	}}}})
-	e.feedUniversal(0, 1)
-	e.start()
-	evs := e.settled()
-
-	if len(evs) != 2 || evs[0].Outcome != messages.SoftFailure || evs[1].Outcome != messages.Success {
-		t.Fatalf("events = %+v, want a soft failure then a success", evs)
-	}
-	if !strings.Contains(evs[0].Reason, "the API may have created (and billed) a job") {
-		t.Fatalf("soft failure reason %q does not say the job may exist", evs[0].Reason)
-	}
-	want := "Retrying a submission of universal " + url(0) + " after 500"
-	if n := e.logged(want); n != 1 {
-		t.Fatalf("%d warnings %q, want 1", n, want)
-	}
-	if e.jobs() != 2 {
-		t.Fatalf("%d jobs, want 2 (the hidden one and the retry)", e.jobs())
 	}
 }

@@ -33,9 +33,10 @@ type ClaimRef struct {
 
 // ClaimHeldError is returned by Claims.Acquire when the doc cannot be
 // claimed. Held.Claim.State says why: ClaimSubmitted (the job exists; do not
-// resubmit, publish Submitted from the claim) or ClaimHeld (another
+// resubmit, publish Submitted from the claim), ClaimHeld (another
 // submitter claimed it and never recorded the API's answer — the outcome is
-// unknown unless ClaimedAt is recent enough that it may still be working).
+// unknown unless ClaimedAt is recent enough that it may still be working) or
+// ClaimUnknown (an answer left the outcome unknown).
 type ClaimHeldError struct {
 	Held ClaimRef
 }
@@ -43,8 +44,11 @@ type ClaimHeldError struct {
 // Error implements error.
 func (e *ClaimHeldError) Error() string {
 	c := e.Held.Claim
-	if c.State == messages.ClaimSubmitted {
+	switch c.State {
+	case messages.ClaimSubmitted:
 		return fmt.Sprintf("doc %s of run %s was already submitted as job %s", c.Doc, c.Run, c.APIJobID)
+	case messages.ClaimUnknown:
+		return fmt.Sprintf("the outcome of submitting doc %s of run %s is unknown (%s)", c.Doc, c.Run, c.Reason)
 	}
 	return fmt.Sprintf("doc %s of run %s is claimed by %s since %s", c.Doc, c.Run, c.By, c.ClaimedAt.Format(time.RFC3339Nano))
 }
@@ -60,8 +64,9 @@ type Claims struct {
 }
 
 // Acquire claims a doc for submission. It succeeds when the doc has no
-// claim, or a released one. Otherwise it returns a *ClaimHeldError with the
-// claim as stored.
+// claim, or a released one (whose MayHaveBilled mark and Retries the new
+// claim keeps). Otherwise it returns a *ClaimHeldError with the claim as
+// stored.
 func (c *Claims) Acquire(ctx context.Context, run, doc string, attempt int, by string, now time.Time) (*ClaimRef, error) {
 	claim := messages.Claim{Run: run, Doc: doc, Attempt: attempt, State: messages.ClaimHeld, By: by, ClaimedAt: now.UTC()}
 	data, err := json.Marshal(claim)
@@ -88,6 +93,11 @@ func (c *Claims) Acquire(ctx context.Context, run, doc string, attempt int, by s
 		if held.Claim.State != messages.ClaimReleased {
 			return nil, &ClaimHeldError{Held: *held}
 		}
+		again := claim
+		again.MayHaveBilled, again.Retries = held.Claim.MayHaveBilled, held.Claim.Retries
+		if data, err = json.Marshal(again); err != nil {
+			return nil, err
+		}
 		rev, err = c.kv.Update(ctx, key, data, held.Revision)
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			continue // another submitter moved it first: look again
@@ -95,9 +105,28 @@ func (c *Claims) Acquire(ctx context.Context, run, doc string, attempt int, by s
 		if err != nil {
 			return nil, fmt.Errorf("topology: claim %s: %w", key, err)
 		}
-		claim.V = messages.Version
-		return &ClaimRef{Claim: claim, Revision: rev}, nil
+		again.V = messages.Version
+		return &ClaimRef{Claim: again, Revision: rev}, nil
 	}
+}
+
+// Retake claims again a doc whose claim is stale "claimed" or "unknown"
+// (ref, as read): for a deliberate re-drive, or for the one retry after an
+// unknown outcome, which retry counts in Retries. The new claim carries the
+// MayHaveBilled mark, since the earlier request may have created a job. On
+// success it returns the new claim; ErrConflict means someone else moved it.
+func (c *Claims) Retake(ctx context.Context, ref ClaimRef, attempt int, by string, now time.Time, retry bool) (*ClaimRef, error) {
+	next := ref.Claim
+	next.State, next.By, next.Attempt, next.ClaimedAt = messages.ClaimHeld, by, attempt, now.UTC()
+	next.APIJobID, next.SubmittedAt, next.Reason = "", time.Time{}, ""
+	next.MayHaveBilled = true
+	if retry {
+		next.Retries++
+	}
+	if err := c.update(ctx, &ref, next); err != nil {
+		return nil, err
+	}
+	return &ref, nil
 }
 
 // Get returns a doc's claim, or ErrNoClaim.
@@ -132,8 +161,20 @@ func (c *Claims) MarkSubmitted(ctx context.Context, ref *ClaimRef, apiJobID stri
 	return c.update(ctx, ref, next)
 }
 
+// MarkUnknown records under a claim this worker holds that the API's
+// answer left the outcome unknown (reason says which answer): the doc is
+// marked as possibly billed and is not claimed again, except by Retake.
+func (c *Claims) MarkUnknown(ctx context.Context, ref *ClaimRef, reason string) error {
+	next := ref.Claim
+	next.State = messages.ClaimUnknown
+	next.MayHaveBilled = true
+	next.Reason = reason
+	return c.update(ctx, ref, next)
+}
+
 // Release gives a claim back because the API created no job (refused or
-// never reached), so a retry may claim the doc again.
+// never reached), so a retry may claim the doc again. The claim keeps its
+// MayHaveBilled mark.
 func (c *Claims) Release(ctx context.Context, ref *ClaimRef, reason string) error {
 	next := ref.Claim
 	next.State = messages.ClaimReleased

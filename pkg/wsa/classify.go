@@ -16,9 +16,11 @@ type Class int
 const (
 	// None: not a failure.
 	None Class = iota
-	// Retry: try the same request again after a backoff. A 429 of the
+	// Retry: the request failed for a reason that may pass: a 429 of the
 	// account's rate limit, any 5xx (500, 524, …), a network or protocol
 	// failure, a timeout, or a 2xx whose body could not be read or decoded.
+	// A submission may be sent again only when MayHaveCreatedJob is false;
+	// otherwise its outcome is unknown and a second request may bill twice.
 	Retry
 	// Reject: the API refused this payload (400, 408, 422, or a batch
 	// value's entry in "errors"), or local validation did; sending it again
@@ -100,10 +102,11 @@ func Classify(err error) Class {
 // MayHaveCreatedJob reports whether a failed submission may nevertheless
 // have created a job that bills: the request reached the API and no answer
 // proved otherwise. It is true after a 5xx, after a 2xx that could not be
-// read, and after a network failure, timeout or cancellation once the
-// request had been sent; false after a connect error, a 429 or another 4xx,
-// which create no job. A caller that resubmits after a true answer risks a
-// duplicate, and should say so (B6).
+// read (without a job id: see Client.Submit), and after a network failure,
+// timeout or cancellation once the request had been sent; false after a
+// failure before the request was sent in full (connection refused, DNS), a
+// 429 or another 4xx, which create no job. The outcome of a submission for
+// which it is true is unknown: sending the payload again may bill it twice.
 func MayHaveCreatedJob(err error) bool {
 	var ae *APIError
 	if err == nil || !errors.As(err, &ae) {

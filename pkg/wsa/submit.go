@@ -15,25 +15,49 @@ import (
 // as given (it is not validated here; see payload.Validate). The API answers
 // 202 with the pending job. The RateLimit of the answer is returned with
 // errors too (a 429 carries it); it is zero when the request got no answer.
+//
+// A 2xx answer whose body cannot be read, or holds no valid job id, is an
+// error wrapping ErrBadResponse (the job may exist) — unless the answer names
+// its job in the x-oxylabs-job-id header, which the API sends on a single
+// submission: then the job exists, and Submit returns it with that id and
+// status pending (its other fields unknown).
 func (c *Client) Submit(ctx context.Context, p payload.Payload) (Job, RateLimit, error) {
 	r, err := c.exchange(ctx, http.MethodPost, "/v1/queries", p.JSON())
 	rl := ParseRateLimit(r.Header)
-	if err != nil {
-		return Job{}, rl, err
+	if err == nil {
+		var job Job
+		if job, err = parseJob(r.Body); err == nil && !ValidJobID(job.ID) {
+			err = errors.New("the job has no valid id")
+		}
+		if err == nil {
+			return job, rl, nil
+		}
+		err = newBadResponse(r.StatusCode, "decoding the job", err)
 	}
-	job, err := parseJob(r.Body)
-	if err != nil {
-		return Job{}, rl, newBadResponse(r.StatusCode, "decoding the job", err)
+	if job, ok := jobFromHeader(r, err); ok {
+		return job, rl, nil
 	}
-	if job.ID == "" {
-		return Job{}, rl, newBadResponse(r.StatusCode, "decoding the job", errors.New("the job has no id"))
+	return Job{}, rl, err
+}
+
+// jobFromHeader returns the job an unreadable 2xx answer names in its
+// x-oxylabs-job-id header: the API created it, so its id is known even
+// though its body is not.
+func jobFromHeader(r reply, err error) (Job, bool) {
+	if r.StatusCode < 200 || r.StatusCode > 299 || !errors.Is(err, ErrBadResponse) {
+		return Job{}, false
 	}
-	return job, rl, nil
+	id := r.Header.Get(HeaderJobID)
+	if !ValidJobID(id) {
+		return Job{}, false
+	}
+	return Job{ID: id, Status: JobPending}, true
 }
 
 // BatchItem is the outcome of one payload of a batch: a Job, or Err (an
 // *APIError with StatusCode 202 for a value the API refused in its "errors"
-// list, or for a value the answer did not mention).
+// list, or for a value the answer did not mention; one wrapping
+// ErrBadResponse for a value whose job has no valid id, which may exist).
 type BatchItem struct {
 	Job Job
 	Err error
@@ -87,7 +111,15 @@ func (c *Client) SubmitBatch(ctx context.Context, ps []payload.Payload) (BatchRe
 		return BatchResult{}, rl, newBadResponse(r.StatusCode, "decoding the batch", err)
 	}
 	inputKey, _ := ps[0].Input()
-	return matchBatch(ps, inputKey, jobs, batchErrors(errs, r.StatusCode)), rl, nil
+	res := matchBatch(ps, inputKey, jobs, batchErrors(errs, r.StatusCode))
+	for i := range res.Items {
+		// A job without a valid id is never passed on: the payload it was
+		// matched to may have a job nobody can name.
+		if it := &res.Items[i]; it.Err == nil && !ValidJobID(it.Job.ID) {
+			it.Job, it.Err = Job{}, newBadResponse(r.StatusCode, "decoding the batch", errors.New("the job matched to this payload has no valid id"))
+		}
+	}
+	return res, rl, nil
 }
 
 // parseBatch reads a batch answer, {"queries": [job…], "errors": …}: one
