@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -102,6 +103,7 @@ func TestRules(t *testing.T) {
 		{Pattern: regexp.MustCompile(`/results-404$`), Outcome: Outcome{ResultsFailure: &Failure{Status: 404, Message: "Query not found.", Times: 1}}},
 		{Pattern: regexp.MustCompile(`/flaky$`), Outcome: Outcome{SubmitFailure: &Failure{Status: 502, Times: 2}}},
 		{Pattern: regexp.MustCompile(`/unknown-outcome$`), Outcome: Outcome{SubmitFailure: &Failure{Status: 500, Times: 1, AfterCreate: true}}},
+		{Pattern: regexp.MustCompile(`/cut$`), Outcome: Outcome{SubmitFailure: &Failure{CutBody: true, AfterCreate: true, Times: 1}}},
 		{Pattern: regexp.MustCompile(`lowrate\.com`), Outcome: Outcome{Throttle: true}},
 		{Source: "amazon_product", Outcome: Outcome{Reject: &Rejection{Status: 403, Message: "Forbidden source."}}},
 		{Match: func(s Submission) bool { return s.InputKey == "query" && strings.HasPrefix(s.Input, "broken") },
@@ -170,6 +172,28 @@ func TestRules(t *testing.T) {
 		}
 	})
 
+	t.Run("an answer cut short still names its job in its header", func(t *testing.T) {
+		req, err := http.NewRequest("POST", f.srv.URL+"/v1/queries", strings.NewReader(`{"source":"universal","url":"https://sandbox.oxylabs.io/cut"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(f.srv.Username, f.srv.Password)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		_, err = io.ReadAll(resp.Body)
+		id := resp.Header.Get("X-Oxylabs-Job-Id")
+		if resp.StatusCode != 202 || err == nil || id == "" {
+			t.Fatalf("status %d, header id %q, body error %v; want 202, an id and a body cut short", resp.StatusCode, id, err)
+		}
+		f.do("GET", jobPath(id), "").expect(t, 200)
+		if got := f.srv.Emulator.Stats().CreatedByInput["https://sandbox.oxylabs.io/cut"]; got != 1 {
+			t.Fatalf("created %d, want 1", got)
+		}
+	})
+
 	t.Run("a domain throttle", func(t *testing.T) {
 		r := f.do("POST", "/v1/queries", `{"source":"universal","url":"https://www.lowrate.com/x"}`).expect(t, 429)
 		if r.message(t) != "Access to www.lowrate.com has been limited to 1 req/s due to a low success rate. Please try again later." {
@@ -228,6 +252,7 @@ func TestInvalidConfig(t *testing.T) {
 		"fault status 200":         {Faults: []Fault{{Failure: Failure{Status: 200}}}},
 		"rule with fault and done": {Rules: []Rule{{Outcome: Outcome{Fault: true, Done: true}}}},
 		"negative times":           {Rules: []Rule{{Outcome: Outcome{SubmitFailure: &Failure{Times: -1}}}}},
+		"a cut body without a job": {Rules: []Rule{{Outcome: Outcome{SubmitFailure: &Failure{CutBody: true}}}}},
 	} {
 		if _, err := New(cfg); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%s: err = %v", name, err)

@@ -170,6 +170,23 @@ func TestSubmitBatchWholeFailures(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a job whose id is not a job id is never passed on", func(t *testing.T) {
+		t.Parallel()
+		body := `{"queries":[` + shortJob("1", "https://a.io/1") + `,` + shortJob("../../etc", "https://a.io/2") + `,` + shortJob("", "https://a.io/3") + `]}`
+		c, _ := setup(t, always(answer{status: 202, body: body}))
+		res, _, err := c.SubmitBatch(context.Background(), []payload.Payload{universal("https://a.io/1"), universal("https://a.io/2"), universal("https://a.io/3")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Items[0].Err != nil || res.Items[0].Job.ID != "1" {
+			t.Fatalf("item 0 = %+v", res.Items[0])
+		}
+		for _, it := range res.Items[1:] {
+			if it.Job.ID != "" || !errors.Is(it.Err, wsa.ErrBadResponse) || !wsa.MayHaveCreatedJob(it.Err) {
+				t.Fatalf("item = %+v, want a bad response that may have created its job", it)
+			}
+		}
+	})
 	t.Run("an undecodable 202 may have created jobs", func(t *testing.T) {
 		t.Parallel()
 		c, _ := setup(t, always(answer{status: 202, body: `{"queries":[`}))

@@ -123,7 +123,9 @@ func TestSubmitFailures(t *testing.T) {
 		{"502 JSON", answer{status: 502, body: `{"message":"Bad gateway."}`}, "502 Bad gateway.", "", wsa.Retry, true, nil, false},
 		{"409 other 4xx", answer{status: 409, body: ``}, "409 Conflict", "", wsa.Stop, false, nil, false},
 		{"202 that is not JSON", answer{status: 202, body: `<html>`}, "", "", wsa.Retry, true, wsa.ErrBadResponse, false},
-		{"202 without an id", answer{status: 202, body: `{"status":"pending"}`}, "202 unreadable response: decoding the job: the job has no id", "", wsa.Retry, true, wsa.ErrBadResponse, false},
+		{"202 without an id", answer{status: 202, body: `{"status":"pending"}`}, "202 unreadable response: decoding the job: the job has no valid id", "", wsa.Retry, true, wsa.ErrBadResponse, false},
+		{"202 whose id is not a job id", answer{status: 202, body: `{"id":"../x","status":"pending"}`}, "202 unreadable response: decoding the job: the job has no valid id", "", wsa.Retry, true, wsa.ErrBadResponse, false},
+		{"202 that is not JSON, with a bad id header", answer{status: 202, body: `<html>`, header: map[string]string{"X-Oxylabs-Job-Id": "a/b"}}, "", "", wsa.Retry, true, wsa.ErrBadResponse, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,4 +176,31 @@ func TestSentinelsMatchByCodeOnly(t *testing.T) {
 	if errors.Is(nf, other) {
 		t.Fatal("a non-sentinel APIError matched")
 	}
+}
+
+func TestSubmitTakesTheJobIDHeaderOfAnUnreadable202(t *testing.T) {
+	t.Parallel()
+	for name, body := range map[string]string{
+		"not JSON":  `<html>`,
+		"no id":     `{"status":"pending"}`,
+		"a bad id":  `{"id":"../x","status":"pending"}`,
+		"cut short": `{"id":"75089803578`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c, _ := setup(t, always(answer{status: 202, body: body, header: map[string]string{"X-Oxylabs-Job-Id": "7508980357849459714"}}))
+			job, _, err := c.Submit(context.Background(), universal("https://a.io"))
+			if err != nil || job.ID != "7508980357849459714" || job.Status != wsa.JobPending {
+				t.Fatalf("Submit = %+v, %v; want the header's job", job, err)
+			}
+		})
+	}
+	t.Run("a readable body's id wins", func(t *testing.T) {
+		t.Parallel()
+		c, _ := setup(t, always(answer{status: 202, body: jobJSON, header: map[string]string{"X-Oxylabs-Job-Id": "1"}}))
+		job, _, err := c.Submit(context.Background(), universal("https://a.io"))
+		if err != nil || job.ID != "7508980357849459714" {
+			t.Fatalf("Submit = %+v, %v", job, err)
+		}
+	})
 }
