@@ -96,9 +96,11 @@ func writeOp(p *prepared) (filter, update bson.D) {
 		if p.Error.StatusCode != nil {
 			code = int64(*p.Error.StatusCode)
 		}
-		set = append(set, e(fieldError, bson.D{
-			e("status_code", code), e("message", p.Error.Message), e("trace_id", p.Error.TraceID),
-		}))
+		ei := bson.D{e("status_code", code), e("message", p.Error.Message), e("trace_id", p.Error.TraceID)}
+		if p.Error.MayHaveBilled {
+			ei = append(ei, e("may_have_billed", true))
+		}
+		set = append(set, e(fieldError, ei))
 	} else {
 		unset = append(unset, e(fieldError, ""))
 	}

@@ -115,6 +115,13 @@ func TestWriteOpVersionedEntryWithRunLogFields(t *testing.T) {
 	set := update[0].Value.(bson.D)
 	assertJSON(t, "an error without a status code stores null", bson.D{set[len(set)-1]},
 		`{"error":{"status_code":null,"message":"reset","trace_id":""}}`)
+
+	marked := mustPrepare(t, Entry{Key: Key{"j", "payload", "x"}, Outcome: HardFailure, Reason: "500",
+		Error: &runlog.ErrorInfo{Message: "Internal Server Error", MayHaveBilled: true}}, "")
+	_, update = writeOp(marked)
+	set = update[0].Value.(bson.D)
+	assertJSON(t, "the may-have-billed mark is stored with the error", bson.D{set[len(set)-1]},
+		`{"error":{"status_code":null,"message":"Internal Server Error","trace_id":"","may_have_billed":true}}`)
 }
 
 func TestTimeIsStoredAsABSONDate(t *testing.T) {

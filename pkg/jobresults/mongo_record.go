@@ -30,9 +30,10 @@ type mongoRecord struct {
 }
 
 type mongoErrorInfo struct {
-	StatusCode *int64 `bson:"status_code"`
-	Message    string `bson:"message"`
-	TraceID    string `bson:"trace_id"`
+	StatusCode    *int64 `bson:"status_code"`
+	Message       string `bson:"message"`
+	TraceID       string `bson:"trace_id"`
+	MayHaveBilled bool   `bson:"may_have_billed"`
 }
 
 type mongoUploadInfo struct {
@@ -62,7 +63,7 @@ func (m *mongoRecord) toRecord() Record {
 		r.Payload = []byte(m.Payload)
 	}
 	if m.Error != nil {
-		ei := &runlog.ErrorInfo{Message: m.Error.Message, TraceID: m.Error.TraceID}
+		ei := &runlog.ErrorInfo{Message: m.Error.Message, TraceID: m.Error.TraceID, MayHaveBilled: m.Error.MayHaveBilled}
 		if m.Error.StatusCode != nil {
 			code := int(*m.Error.StatusCode)
 			ei.StatusCode = &code

@@ -205,6 +205,42 @@ func TestDerive(t *testing.T) {
 			resolved: false,
 		},
 		{
+			name: "the may-have-billed mark is written inside the error",
+			recs: []runlog.Record{
+				{Doc: "0", DataType: "payload", HardFailure: "500", State: runlog.Unsubmitted,
+					Error: &runlog.ErrorInfo{StatusCode: intp(500), Message: "Internal Server Error", MayHaveBilled: true}},
+			},
+			want:     `{"state":"unsubmitted","id":null,"payload":null,"error":{"status_code":500,"message":"Internal Server Error","trace_id":"","may_have_billed":true},"upload":null}`,
+			resolved: true,
+		},
+		{
+			name: "the mark of an earlier outcome sticks to a later unmarked one",
+			recs: []runlog.Record{
+				{Doc: "0", DataType: "payload", HardFailure: "run stopped", State: runlog.Unsubmitted,
+					Error: &runlog.ErrorInfo{Message: "the run was stopped"}},
+				{Doc: "0", DataType: "submitted", Error: &runlog.ErrorInfo{Message: "500", MayHaveBilled: true}},
+			},
+			want:     `{"state":"unsubmitted","id":null,"payload":null,"error":{"status_code":null,"message":"the run was stopped","trace_id":"","may_have_billed":true},"upload":null}`,
+			resolved: true,
+		},
+		{
+			name: "an unresolved doc whose last soft failure was marked stays marked",
+			recs: []runlog.Record{
+				{Doc: "0", DataType: "payload", Error: &runlog.ErrorInfo{Message: "502", MayHaveBilled: true}},
+			},
+			want:     `{"state":"unsubmitted","id":null,"payload":null,"error":{"status_code":null,"message":"` + runlog.MsgUnresolved + `","trace_id":"","may_have_billed":true},"upload":null}`,
+			resolved: false,
+		},
+		{
+			name: "a done doc carries no mark",
+			recs: []runlog.Record{
+				{Doc: "0", DataType: "payload", Error: &runlog.ErrorInfo{Message: "502", MayHaveBilled: true}},
+				{Doc: "0", DataType: "written", Success: true, APIJobID: "5"},
+			},
+			want:     `{"state":"done","id":"5","payload":null,"error":null,"upload":null}`,
+			resolved: true,
+		},
+		{
 			name: "a doc still in flight is not resolved",
 			recs: []runlog.Record{
 				{Doc: "0", DataType: "submitted", Success: true, APIJobID: "8", Upload: &runlog.Upload{Code: 13000, Message: "ok"}},

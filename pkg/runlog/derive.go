@@ -75,12 +75,28 @@ var pipelineOrder = map[string]int{"payload": 1, "submitted": 2, "done": 3, "wri
 //     written before the run completed has such lines);
 //   - no records at all is unsubmitted with the error MsgNoRecord.
 //
+// A line without a job id whose doc has any record with a marked error
+// (ErrorInfo.MayHaveBilled: a submission may have billed) keeps the mark,
+// even when a later outcome's error does not carry it: a payload that may
+// have billed is never shown as one that surely did not.
+//
 // When a doc has hard failures at several stages the one at the latest stage
 // of the pipeline wins (stages the derivation does not know rank below the
 // pipeline's), then the latest by time. A hard failure at StatusDataType
 // does not count. The payload is the one recorded at "payload", else any recorded
 // one, redacted again for safety.
-func Derive(finalDataType string, recs []Record) (line Line, resolved bool) {
+func Derive(finalDataType string, recs []Record) (Line, bool) {
+	line, resolved := derive(finalDataType, recs)
+	if line.ID == nil && line.Error != nil && !line.Error.MayHaveBilled && anyMarked(recs) {
+		e := *line.Error
+		e.MayHaveBilled = true
+		line.Error = &e
+	}
+	return line, resolved
+}
+
+// derive is Derive without the sticky mark.
+func derive(finalDataType string, recs []Record) (line Line, resolved bool) {
 	if len(recs) == 0 {
 		return Line{State: Unsubmitted, Error: &ErrorInfo{Message: MsgNoRecord}}, false
 	}
@@ -147,6 +163,17 @@ func Derive(finalDataType string, recs []Record) (line Line, resolved bool) {
 		}
 	}
 	return line, true
+}
+
+// anyMarked reports whether any record's error carries the may-have-billed
+// mark.
+func anyMarked(recs []Record) bool {
+	for _, r := range recs {
+		if r.Error != nil && r.Error.MayHaveBilled {
+			return true
+		}
+	}
+	return false
 }
 
 // laterFailure reports whether hard failure a outranks b: a later pipeline

@@ -35,11 +35,9 @@ func (s State) Valid() bool {
 	return false
 }
 
-// MayHaveBilled is in the error message of every unsubmitted payload whose
-// submission may nevertheless have created (and billed) a job: a worker that
-// died inside its request, or a last attempt that got a 5xx or lost its
-// answer. Resubmitting such a payload may bill it twice, so `oxy recover`
-// leaves it alone unless asked.
+// MayHaveBilled is the human wording of the may-have-billed mark, at the end
+// of the error message of every payload marked so (ErrorInfo.MayHaveBilled).
+// It is text for a reader: tools read the structured field, never this.
 const MayHaveBilled = "the API may have created (and billed) a job"
 
 // ErrorInfo is the error behind a rejected, unsubmitted or unfetched payload.

@@ -152,6 +152,21 @@ var applyCases = []testCase{
 		equal(h, "state after a seed write", r.State, runlog.State(""))
 		equal(h, "api job id after a seed write", r.APIJobID, "7339524535381539841")
 	}},
+	{name: "the may-have-billed mark is stored with its error, and replaced with it", run: func(h *harness) {
+		marked := &runlog.ErrorInfo{StatusCode: intPtr(500), Message: "Internal Server Error", TraceID: "t-5", MayHaveBilled: true}
+		h.apply(1, jobresults.Entry{
+			Key: h.key(stagePayload, "1"), Outcome: jobresults.HardFailure, Origin: submitter, Consumer: submitter, Version: 3,
+			Reason: "500 Internal Server Error", State: runlog.Unsubmitted, Error: marked,
+		})
+		equal(h, "marked error", h.record(stagePayload, "1").Error, marked)
+		// The submitter carries the mark into every later outcome of the
+		// doc; an outcome without it replaces it, like any error.
+		h.apply(1, jobresults.Entry{
+			Key: h.key(stagePayload, "1"), Outcome: jobresults.HardFailure, Origin: submitter, Consumer: submitter, Version: 4,
+			Reason: "429", State: runlog.Unsubmitted, Error: &runlog.ErrorInfo{StatusCode: intPtr(429), Message: "Too many requests."},
+		})
+		equal(h, "later error", h.record(stagePayload, "1").Error, &runlog.ErrorInfo{StatusCode: intPtr(429), Message: "Too many requests."})
+	}},
 	{name: "credentials in payloads, reasons and error messages are redacted", run: func(h *harness) {
 		h.apply(1, jobresults.Entry{
 			Key: h.key(stageWritten, "1"), Outcome: jobresults.HardFailure, Origin: writer, Consumer: writer,
