@@ -38,8 +38,9 @@ without paying twice:
   - done lines stay as they are, and so do rejected payloads (fix them and
     run them again);
   - a payload that has a job id is never resubmitted unless it faulted, and
-    an unsubmitted payload whose submission may have billed (its outcome is
-    unknown) is left alone unless --resubmit-unknown is given.
+    an unsubmitted payload whose submission may have billed (its line's
+    error has "may_have_billed": true: the outcome is unknown) is held back
+    unless --resubmit-unknown is given.
 
 It says what it will do before it sends anything, then writes a new run log
 (one line per line of RUNLOG, in the same order) to --run-log, by default next
@@ -48,7 +49,7 @@ to RUNLOG. Exit codes as for oxy run.`)
 	fs.StringVar(&f.runLog, "run-log", "", "write the new run log to `DIR|URL` (default: RUNLOG's folder)")
 	f.registerPipeline(fs)
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress while the resubmission goes on")
-	fs.BoolVar(&o.resubmitUnknown, "resubmit-unknown", false, "also resubmit unsubmitted payloads whose first submission may have billed")
+	fs.BoolVar(&o.resubmitUnknown, "resubmit-unknown", false, "also resubmit unsubmitted payloads whose first submission may have billed (each may bill twice)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "say what would be done, and send nothing")
 	fs.bindEnv("destination", envDestination)
 	fs.bindEnv("api-url", envAPIURL)
@@ -87,7 +88,8 @@ type recoverPlan struct {
 	done     int
 	fetch    []int // a job id and no result: fetch by id
 	resubmit []int // faulted, or never accepted: submit again
-	unknown  []int // unsubmitted, but the submission may have billed
+	unknown  []int // unsubmitted, but the submission may have billed: held back
+	risky    int   // of resubmit, those that may have billed (--resubmit-unknown)
 	redacted []int // the payload's credentials were redacted in the log
 	rejected []int // refused by the API: left as they are
 	broken   []int // a payload the log holds that cannot be parsed
@@ -248,23 +250,18 @@ func (rc *recoverer) classify() {
 				continue
 			}
 			p.resubmit = append(p.resubmit, i)
+			if l.State == runlog.Unsubmitted && mayHaveBilled(l.Error) {
+				p.risky++
+			}
 		}
 	}
 }
 
-// mayHaveBilled reports whether an unsubmitted payload's error says its
-// submission may have created a job: resubmitting it could bill twice.
+// mayHaveBilled reports whether a line's error carries the may-have-billed
+// mark: its submission may have created a job, and resubmitting it could
+// bill twice. The structured field decides, never the message's words.
 func mayHaveBilled(e *runlog.ErrorInfo) bool {
-	if e == nil {
-		return false
-	}
-	if strings.Contains(e.Message, runlog.MayHaveBilled) {
-		return true
-	}
-	// Wordings of run logs written by hand or by other tools.
-	m := strings.ToLower(e.Message)
-	return strings.Contains(m, "outcome") && strings.Contains(m, "unknown") ||
-		strings.Contains(m, "may have created") || strings.Contains(m, "may have billed")
+	return e != nil && e.MayHaveBilled
 }
 
 // describe says on stderr what recover is about to do.
@@ -291,12 +288,19 @@ func (rc *recoverer) describe(location string) {
 	if unsubmitted > 0 {
 		parts = append(parts, fmt.Sprintf("submitting %s", count(unsubmitted, "unsubmitted payload", "unsubmitted payloads")))
 	}
+	if n := len(p.unknown); n > 0 {
+		parts = append(parts, fmt.Sprintf("holding back %s that may have billed (%s outcome is unknown; --resubmit-unknown resubmits %s)",
+			count(n, "unsubmitted payload", "unsubmitted payloads"), pick(n, "its", "their"), pick(n, "it", "them")))
+	}
 	if n := len(p.rejected); n > 0 {
 		parts = append(parts, fmt.Sprintf("leaving %s as %s", count(n, "rejected payload", "rejected payloads"), pick(n, "it is", "they are")))
 	}
 	fmt.Fprintf(rc.console, "Recovering %s (%s): %s.\n", redact.String(location), count(len(rc.lines), "payload", "payloads"), strings.Join(parts, "; "))
 	for _, i := range p.unknown {
 		warnf(rc.console, "line %d: the submission's outcome is unknown and may have billed; it is not resubmitted (--resubmit-unknown resubmits it)", i+1)
+	}
+	if p.risky > 0 {
+		warnf(rc.console, "--resubmit-unknown: %s may have billed already and may bill twice", count(p.risky, "resubmitted payload", "resubmitted payloads"))
 	}
 	for _, i := range p.redacted {
 		warnf(rc.console, "line %d: the run log redacted the payload's credentials; put them back and run it again", i+1)

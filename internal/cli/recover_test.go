@@ -10,15 +10,17 @@ import (
 )
 
 // everyStateLog is a run log with a line in each state, plus the two kinds
-// of unsubmitted lines recover must not resubmit.
+// of unsubmitted lines recover must not resubmit, and one whose message
+// merely reads like the mark (the structured field decides).
 const everyStateLog = `{"state":"done","id":"7500000000000000001","payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/1"},"error":null,"upload":null}
 {"state":"unfetched","id":"7500000000000000002","payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/2"},"error":{"status_code":404,"message":"Not Found","trace_id":"00000001-000000000000000000000000"},"upload":null}
 {"state":"faulted","id":"7500000000000000003","payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/3"},"error":null,"upload":null}
 {"state":"rejected","id":null,"payload":{"source":"universal","url":"https://1.2.3.4/"},"error":{"status_code":null,"message":"The hostname cannot be an ip address.","trace_id":""},"upload":null}
 {"state":"unsubmitted","id":null,"payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/5"},"error":{"status_code":403,"message":"Forbidden","trace_id":""},"upload":null}
-{"state":"unsubmitted","id":null,"payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/6"},"error":{"status_code":null,"message":"the outcome of this payload's submission is unknown: the API may have created (and billed) a job","trace_id":""},"upload":null}
+{"state":"unsubmitted","id":null,"payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/6"},"error":{"status_code":500,"message":"Internal Server Error","trace_id":"","may_have_billed":true},"upload":null}
 {"state":"unsubmitted","id":"7500000000000000007","payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/7"},"error":null,"upload":null}
 {"state":"unsubmitted","id":null,"payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/8","storage_url":"https://redacted:redacted@minio.example.com/b"},"error":null,"upload":null}
+{"state":"unsubmitted","id":null,"payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/9"},"error":{"status_code":null,"message":"the outcome is unknown: the API may have created (and billed) a job","trace_id":""},"upload":null}
 `
 
 func TestRecoverPlan(t *testing.T) {
@@ -40,20 +42,21 @@ func TestRecoverPlan(t *testing.T) {
 		rc := &recoverer{lines: lines}
 		rc.classify()
 		p := rc.plan
-		if p.done != 1 || !equalInts(p.fetch, 1, 6) || !equalInts(p.resubmit, 2, 4) || !equalInts(p.rejected, 3) ||
-			!equalInts(p.unknown, 5) || !equalInts(p.redacted, 7) || len(p.broken) != 0 {
+		if p.done != 1 || !equalInts(p.fetch, 1, 6) || !equalInts(p.resubmit, 2, 4, 8) || !equalInts(p.rejected, 3) ||
+			!equalInts(p.unknown, 5) || !equalInts(p.redacted, 7) || len(p.broken) != 0 || p.risky != 0 {
 			t.Errorf("plan %+v", p)
 		}
 		rc = &recoverer{lines: lines, resubmitUnknown: true}
 		rc.classify()
-		if !equalInts(rc.plan.resubmit, 2, 4, 5) || len(rc.plan.unknown) != 0 {
+		if !equalInts(rc.plan.resubmit, 2, 4, 5, 8) || len(rc.plan.unknown) != 0 || rc.plan.risky != 1 {
 			t.Errorf("with --resubmit-unknown: %+v", rc.plan)
 		}
 	})
 	t.Run("--dry-run says what it would do and sends nothing", func(t *testing.T) {
 		t.Parallel()
 		res := run(t, nil, "recover", "--dry-run", path)
-		want := "Recovering " + path + " (8 payloads): 1 done; fetching 2 unfetched jobs by id (free); resubmitting 1 faulted payload; submitting 1 unsubmitted payload; leaving 1 rejected payload as it is.\n" +
+		want := "Recovering " + path + " (9 payloads): 1 done; fetching 2 unfetched jobs by id (free); resubmitting 1 faulted payload; submitting 2 unsubmitted payloads; " +
+			"holding back 1 unsubmitted payload that may have billed (its outcome is unknown; --resubmit-unknown resubmits it); leaving 1 rejected payload as it is.\n" +
 			"warning: line 6: the submission's outcome is unknown and may have billed; it is not resubmitted (--resubmit-unknown resubmits it)\n" +
 			"warning: line 8: the run log redacted the payload's credentials; put them back and run it again\n" +
 			"hint: rejected payloads would be refused again: fix them and run them with oxy run\n"
@@ -123,9 +126,9 @@ func TestMayHaveBilled(t *testing.T) {
 	}{
 		{nil, false},
 		{&runlog.ErrorInfo{StatusCode: &code, Message: "Service Unavailable"}, false},
-		{&runlog.ErrorInfo{StatusCode: &code, Message: "Service Unavailable; " + runlog.MayHaveBilled}, true},
-		{&runlog.ErrorInfo{Message: "the outcome of this payload's submission is unknown"}, true},
-		{&runlog.ErrorInfo{Message: "Forbidden"}, false},
+		{&runlog.ErrorInfo{StatusCode: &code, Message: "Service Unavailable; " + runlog.MayHaveBilled, MayHaveBilled: true}, true},
+		{&runlog.ErrorInfo{Message: "the outcome of this payload's submission is unknown; " + runlog.MayHaveBilled}, false},
+		{&runlog.ErrorInfo{Message: "Forbidden", MayHaveBilled: true}, true},
 	} {
 		if got := mayHaveBilled(c.err); got != c.want {
 			t.Errorf("mayHaveBilled(%+v) = %t, want %t", c.err, got, c.want)

@@ -123,7 +123,7 @@ func TestRecoverLeavesWhatMayHaveBilled(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "run.jsonl"),
 		`{"state":"done","id":"7500000000000000009","payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/1"},"error":null,"upload":null}`+"\n"+
-			`{"state":"unsubmitted","id":null,"payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/2"},"error":{"status_code":null,"message":"the outcome of this payload's submission is unknown: the API may have created (and billed) a job, so it is not resubmitted automatically","trace_id":""},"upload":null}`+"\n"+
+			`{"state":"unsubmitted","id":null,"payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/2"},"error":{"status_code":null,"message":"the outcome of this payload's submission is unknown: the API may have created (and billed) a job, so it is not resubmitted automatically","trace_id":"","may_have_billed":true},"upload":null}`+"\n"+
 			`{"state":"faulted","id":"7500000000000000010","payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/3","storage_type":"s3","storage_url":"https://redacted:redacted@bucket.example.com/out"},"error":null,"upload":null}`+"\n")
 	res := oxy(t, dir, sb.env(), nil, "recover", "run.jsonl", "-d", "results")
 	if res.code != 1 {
