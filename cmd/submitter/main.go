@@ -23,7 +23,12 @@ import (
 const summary = `Consumes payload messages (oxy.payload.<run>), claims each payload before
 submitting it to the Web Scraper API, and publishes the created job
 (oxy.submitted.<run>) with a status event per payload. No payload is billed
-twice: a redelivered payload whose claim holds a job id is not resubmitted.
+twice: a redelivered payload whose claim holds a job id is not resubmitted,
+and a payload whose answer left the outcome unknown (a 5xx, an answer lost
+after the request was sent) is not sent again: it ends unsubmitted, marked
+"may_have_billed" in the run log. --retry-unknown-once sends it exactly once
+more instead, which bills such a payload twice when its first request did
+create a job.
 
 Credentials: OXY_WSA_USERNAME and OXY_WSA_PASSWORD, read from the environment
 only, never from a flag, so that they do not show in process listings.`
@@ -36,6 +41,7 @@ type settings struct {
 	renderRateLimit int
 	noBatch         bool
 	maxBatch        int
+	retryUnknown    bool
 	// envErrs are malformed environment values, reported by setup.
 	envErrs []error
 }
@@ -46,6 +52,8 @@ func (s *settings) register(fs *pflag.FlagSet) {
 	fs.IntVar(&s.renderRateLimit, "render-rate-limit", s.envInt("OXY_RENDER_RATE_LIMIT", wsa.DefaultPacerRenderLimit), "rendered jobs submitted per second, likewise; -1 unlimited (env OXY_RENDER_RATE_LIMIT)")
 	fs.BoolVar(&s.noBatch, "no-batch", s.envBool("OXY_NO_BATCH"), "submit every payload singly, never in batch requests (env OXY_NO_BATCH)")
 	fs.IntVar(&s.maxBatch, "max-batch", s.envInt("OXY_MAX_BATCH", payload.MaxBatch), "most payloads in one batch request, 2-5000; the rate limit usually caps it lower (env OXY_MAX_BATCH)")
+	fs.BoolVar(&s.retryUnknown, "retry-unknown-once", s.envBool("OXY_RETRY_UNKNOWN_ONCE"), "send a payload exactly once more after an answer that left its outcome unknown (5xx, lost answer); "+
+		"costs a second bill for each such payload whose first request created a job; off: it ends unsubmitted, marked may_have_billed (env OXY_RETRY_UNKNOWN_ONCE)")
 }
 
 func main() { os.Exit(worker.Main(os.Args[1:], newSpec())) }
@@ -88,15 +96,16 @@ func (s *settings) setup(_ context.Context, env *worker.Env) (worker.Service, er
 		maxBatch = 0 // unused; the default passes validation
 	}
 	sub, err := submitter.New(submitter.Config{
-		Conn:         env.Conn,
-		Topology:     env.Topology,
-		Client:       s.client,
-		Pacer:        wsa.PacerConfig{Limit: s.rateLimit, RenderLimit: s.renderRateLimit},
-		DisableBatch: s.noBatch,
-		MaxBatch:     maxBatch,
-		Instance:     env.Instance,
-		Logger:       env.Log,
-		Registerer:   env.Registry,
+		Conn:             env.Conn,
+		Topology:         env.Topology,
+		Client:           s.client,
+		Pacer:            wsa.PacerConfig{Limit: s.rateLimit, RenderLimit: s.renderRateLimit},
+		DisableBatch:     s.noBatch,
+		MaxBatch:         maxBatch,
+		RetryUnknownOnce: s.retryUnknown,
+		Instance:         env.Instance,
+		Logger:           env.Log,
+		Registerer:       env.Registry,
 	})
 	if err != nil {
 		return nil, worker.Usagef("%v", err)

@@ -73,7 +73,7 @@ func TestHelpDocumentsEverySetting(t *testing.T) {
 		t.Fatalf("exit %d, want 0", code)
 	}
 	for _, want := range []string{"--api-url", "OXY_API_URL", "OXY_WSA_USERNAME", "OXY_WSA_PASSWORD", "--rate-limit",
-		"OXY_RATE_LIMIT", "--render-rate-limit", "--no-batch", "--max-batch", "--nats-url", "OXY_HTTP_ADDR"} {
+		"OXY_RATE_LIMIT", "--render-rate-limit", "--no-batch", "--max-batch", "--retry-unknown-once", "OXY_RETRY_UNKNOWN_ONCE", "--nats-url", "OXY_HTTP_ADDR"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help does not mention %s", want)
 		}

@@ -22,6 +22,8 @@ const (
 	envNATSURL     = "NATS_URL"
 	envMongoURI    = "MONGODB_URI"
 	envStatusURL   = "OXY_STATUS_URL"
+	// envRetryUnknown is the submitter's variable too (cmd/submitter).
+	envRetryUnknown = "OXY_RETRY_UNKNOWN_ONCE"
 	// envNATSReplicas is the workers' variable (pkg/worker): the replicas of
 	// streams created when none exist yet.
 	envNATSReplicas = "OXY_NATS_REPLICAS"
@@ -39,6 +41,7 @@ func environment() map[string]string {
 		envNATSURL:      "--nats (NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CREDS, NATS_TLS_* too)",
 		envMongoURI:     "--mongo (preferred: a URI may hold a password)",
 		envStatusURL:    "oxy status --url",
+		envRetryUnknown: "--retry-unknown-once",
 		envNATSReplicas: "with --nats: replicas of the streams oxy creates when no worker has (default 1)",
 	}
 }

@@ -46,6 +46,7 @@ type runFlags struct {
 	resume       string
 	statusAddr   string
 	quiet        bool
+	retryUnknown bool
 }
 
 // register adds the flags of `oxy run`.
@@ -58,12 +59,15 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.StringVar(&f.resume, "resume", "", "resume the killed run `RUN` (its id) from --state-dir, or from --nats with its input")
 	fs.StringVar(&f.statusAddr, "status-addr", "", "serve the in-process statusworker's API on `HOST:PORT` for oxy status")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress while the run goes on (the final line, warnings and the report stay)")
+	fs.BoolVar(&f.retryUnknown, "retry-unknown-once", false, "send a payload exactly once more after an answer that left its outcome unknown (a 5xx, a lost answer): "+
+		"each such payload may then bill twice; without it, it ends unsubmitted, marked may_have_billed")
 	fs.bindEnv("destination", envDestination)
 	fs.bindEnv("run-log", envRunLog)
 	fs.bindEnv("api-url", envAPIURL)
 	fs.bindEnv("nats", envNATSURL)
 	fs.bindEnv("mongo", envMongoURI)
 	fs.bindEnv("state-dir", envStateDir)
+	fs.bindEnv("retry-unknown-once", envRetryUnknown)
 }
 
 // registerPipeline adds the flags that say which pipeline and API a run
@@ -86,6 +90,8 @@ func (f *runFlags) check() error {
 		return usageErrorf("--sandbox-rules scripts the sandbox; add --sandbox")
 	case f.resume != "" && f.stateDir == "" && f.natsURL == "":
 		return usageErrorf("--resume needs the --state-dir of the killed run (or --nats for a run of a deployed pipeline)")
+	case f.retryUnknown && f.natsURL != "":
+		return usageErrorf("--retry-unknown-once sets the in-process submitter; with --nats, set %s on the deployed submitters", envRetryUnknown)
 	case f.statusAddr != "" && f.natsURL != "":
 		return usageErrorf("--status-addr serves the in-process statusworker; with --nats, ask the deployed statusworker")
 	case f.natsURL != "" && relativeFolder(f.destination):
@@ -119,6 +125,13 @@ run while the deployed workers do the stages.
 Nothing is sent before every line was read and checked, the destination was
 probed and the empty run log was written: a bad line, missing credentials or a
 location that cannot be written exit 2 with no request sent.
+
+No payload is billed twice unless you say so: one whose submission got an
+answer that proves nothing (a 5xx, an answer lost after the request was sent)
+is not sent again; it ends unsubmitted with "may_have_billed": true in its
+run-log error, and oxy recover holds it back unless told otherwise.
+--retry-unknown-once sends it exactly once more instead, at the cost of a
+second bill for each such payload whose first request did create a job.
 
 Progress goes to stderr: a live line on a terminal, a line every 10s
 otherwise, and the run's progress as the last line. stdout has one JSON line
@@ -299,12 +312,13 @@ func spoolPath(stateDir, run string) string {
 func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
 	f := r.flags
 	cfg := oxy.Config{
-		Username: r.env.Getenv(envUsername),
-		Password: r.env.Getenv(envPassword),
-		BaseURL:  f.apiURL,
-		Sandbox:  f.sandbox,
-		StateDir: f.stateDir,
-		Instance: "oxy",
+		Username:         r.env.Getenv(envUsername),
+		Password:         r.env.Getenv(envPassword),
+		BaseURL:          f.apiURL,
+		Sandbox:          f.sandbox,
+		StateDir:         f.stateDir,
+		RetryUnknownOnce: f.retryUnknown,
+		Instance:         "oxy",
 	}
 	var closers []func()
 	cleanup := func() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/pkg/feeder"
 	"github.com/oxypipe/oxypipe/pkg/local"
+	"github.com/oxypipe/oxypipe/pkg/submitter"
 	"github.com/oxypipe/oxypipe/pkg/topology"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
@@ -98,6 +99,15 @@ func (c *Client) backend(ctx context.Context) (*topology.Topology, *feeder.Feede
 		}
 		if c.cfg.Local != nil {
 			c.cfg.Local(&lc)
+		}
+		if c.cfg.RetryUnknownOnce {
+			tune := lc.Submitter
+			lc.Submitter = func(sc *submitter.Config) {
+				if tune != nil {
+					tune(sc)
+				}
+				sc.RetryUnknownOnce = true
+			}
 		}
 		cl, err := local.Start(ctx, lc)
 		if err != nil {

@@ -67,6 +67,15 @@ type Config struct {
 	StateDir string
 	// Ledger is the in-process statusworker's ledger. Default: memory.
 	Ledger jobresults.Ledger
+	// RetryUnknownOnce makes the in-process submitter send a payload
+	// exactly once more after an answer that left its outcome unknown (a
+	// 5xx, an answer lost after the request was sent, an unreadable 2xx
+	// without a job id). Off (the default), such a payload is never sent
+	// again: it ends unsubmitted with error.may_have_billed in the run log.
+	// On, it costs a second bill for each such payload whose first request
+	// did create a job. With NATSURL it cannot apply: the deployed submitters
+	// have their own setting (OXY_RETRY_UNKNOWN_ONCE).
+	RetryUnknownOnce bool
 	// Local adjusts the in-process pipeline's configuration (stage tuning)
 	// after the client filled it in.
 	Local func(*local.Config)
@@ -105,6 +114,9 @@ func (c Config) validate() error {
 	}
 	if c.Sandbox && c.external() {
 		return errors.New("oxy: Sandbox runs the pipeline in this process; it cannot be combined with NATSURL")
+	}
+	if c.RetryUnknownOnce && c.external() {
+		return errors.New("oxy: RetryUnknownOnce sets the in-process submitter; the deployed submitters have their own setting (OXY_RETRY_UNKNOWN_ONCE)")
 	}
 	return nil
 }
