@@ -34,8 +34,10 @@
 //     waits (NakWithDelay, no record). An older one was left by a
 //     submitter that died inside its request: the payload is recorded
 //     unsubmitted with an "outcome unknown, may have billed" error and is
-//     never resubmitted automatically. (A deliberate re-drive with a
-//     higher Attempt may take such a claim over.) A request left with no
+//     never resubmitted automatically. A claim "unknown" (an earlier answer
+//     proved nothing) is the same, except for the one retry of
+//     RetryUnknownOnce. (A deliberate re-drive with a higher Attempt may
+//     take either over.) A request left with no
 //     payload gives its budget back to the pacer; a batch left with fewer
 //     goes with those (one alone goes singly).
 //  8. Send the request, and record the answer (see Answers below). The
@@ -43,18 +45,35 @@
 //     their claims released and go singly through steps 6 to 8 again (the
 //     batch created no job for them).
 //  9. A retryable failure on the message's last allowed delivery is recorded
-//     unsubmitted with the last error, and its claim is released.
+//     unsubmitted with the last error — marked as possibly billed when the
+//     doc's claim says a request may have created a job, or cannot be read
+//     (a claim that may hold a job id is never plainly unsubmitted); a claim
+//     holding a job id publishes that job instead.
 //
 // # Answers
 //
-//   - a job: its id goes under the claim first, then Submitted and the
-//     success event at "submitted" are published, then the message is acked.
+//   - a job: its id goes under the claim first — tried with back-off for as
+//     long as the process lives, the message pinned meanwhile so that
+//     neither a redelivery nor a drain loses the id — then Submitted and
+//     the success event at "submitted" are published, then the message is
+//     acked. An unreadable 2xx that names its job in x-oxylabs-job-id is
+//     that job.
 //   - 400/422, or a batch "errors" entry: rejected with the status code
 //     (202 for a batch entry), message and trace id; claim released.
-//   - 429 of the rate limit, 5xx, network: claim released, soft failure,
-//     redelivered later. After a 5xx or a read error the API may have
-//     created the job; like the origin client the payload is retried with a
-//     warning that a duplicate bills.
+//   - 429 of the rate limit, or a failure before the request was sent in
+//     full: no job was created: claim released, soft failure, redelivered
+//     later.
+//   - any other failure — a 5xx, a timeout or dropped connection after the
+//     request was sent, an unreadable 2xx without a job id, a batch job
+//     whose id is not a job id — leaves the outcome unknown: the API may
+//     have created (and billed) the job. The claim becomes "unknown" and
+//     carries the sticky may-have-billed mark; the payload is not sent
+//     again and ends unsubmitted with error.may_have_billed. With
+//     RetryUnknownOnce it is sent exactly once more first, with the
+//     origin's warning that a duplicate bills. A 5xx on a batch does this
+//     to every payload of it.
+//   - every failure of a doc whose claim carries the mark (say, 429s on
+//     its one retry) is marked too.
 //   - domain throttle: unsubmitted, never retried.
 //   - 401, 403, other 4xx: unsubmitted, and the run is marked stopping so
 //     its remaining payloads are recorded unsubmitted without a request.
@@ -82,7 +101,9 @@
 //     created (and billed) the job: "outcome unknown, may have billed",
 //     never resubmitted.
 //   - after the answer, before the job id is stored: the same again; the job
-//     exists and its id is lost, which is what the record says.
+//     exists and its id is lost, which is what the record says. (Only a
+//     death loses it: a live submitter keeps trying to store it, through
+//     broker outages and SIGTERM.)
 //   - after the job id is stored, before Submitted is published: the claim
 //     holds the id; the redelivery publishes Submitted and the success, with
 //     no request.

@@ -375,9 +375,9 @@ func TestFaultAPayloadNearTheMessageLimitIsRejectedNotUnsubmitted(t *testing.T) 
 		b, _ := json.Marshal(map[string]string{"source": source, "url": "https://" + host + "/?q=" + pad})
 		return b
 	}
-	e.feed(0, big("universal", "1.2.3.4"))              // refused locally: an ip address
+	e.feed(0, big("universal", "1.2.3.4"))                 // refused locally: an ip address
 	e.feed(1, big("no_such_source", "sandbox.oxylabs.io")) // refused by the API: 400
-	e.feed(2, big("universal", "sandbox.oxylabs.io"))     // accepted
+	e.feed(2, big("universal", "sandbox.oxylabs.io"))      // accepted
 	e.start()
 	evs := e.settled()
 
