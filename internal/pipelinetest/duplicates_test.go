@@ -88,7 +88,7 @@ func (c *copier) replay() int {
 func TestDuplicatesAndRedeliveriesBillOnceAndWriteOneFilePerJob(t *testing.T) {
 	t.Parallel()
 	s := scenario{n: 400, fault: 5, reject: 2, lost: 1}
-	cfg := emulator.Config{Seed: 11, JobTime: 2 * time.Second, TimeScale: 0.1, ErrorRate: 0.02,
+	cfg := emulator.Config{Seed: 11, JobTime: 2 * time.Second, TimeScale: 0.1, Faults: checkFailures(0.02),
 		RateLimit: emulator.Unlimited, RenderRateLimit: emulator.Unlimited, Rules: s.rules()}
 	b := inProcess(t, cfg, s.n, stageOptions{})
 	bodies := s.bodies()

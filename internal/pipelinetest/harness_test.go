@@ -284,10 +284,10 @@ func (b *broker) verify(n int, want func(i int) expectation, input func(i int) s
 }
 
 // unknownOutcome reports whether a final event says the doc's submission
-// has an unknown outcome (a submitter died inside its request).
+// may have billed (a submitter died inside its request, or an answer proved
+// nothing): the structured mark.
 func unknownOutcome(ev messages.StatusEvent) bool {
-	return ev.Outcome == messages.HardFailure && ev.State == runlog.Unsubmitted &&
-		strings.Contains(ev.Reason, "outcome of this payload's submission is unknown")
+	return ev.Outcome == messages.HardFailure && ev.State == runlog.Unsubmitted && ev.Error != nil && ev.Error.MayHaveBilled
 }
 
 // verifyFiles checks that the destination holds exactly the done jobs'

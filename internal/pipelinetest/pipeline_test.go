@@ -7,23 +7,35 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 )
 
-// flakyAPI is the emulator of the big run: jobs take 200 ms, 3% of all
-// requests fail with a 500 page, 5% of submissions get a 429, and the rate
-// limit is 150 jobs per 200 ms window while the submitter's pacer counts in
-// 100 ms windows (a client whose idea of the window is off), so some
-// batches are refused with real rate-limit 429s.
+// flakyAPI is the emulator of the big run: jobs take 200 ms, 3% of the
+// checks and fetches fail with a 500 page, 5% of submissions get a 429, and
+// the rate limit is 150 jobs per 200 ms window while the submitter's pacer
+// counts in 100 ms windows (a client whose idea of the window is off), so
+// some batches are refused with real rate-limit 429s.
 func flakyAPI(s scenario) emulator.Config {
 	return emulator.Config{
 		Seed: 7, JobTime: 2 * time.Second, TimeScale: 0.1,
-		ErrorRate: 0.03,
-		Faults: []emulator.Fault{{
+		Faults: append(checkFailures(0.03), emulator.Fault{
 			On:          []emulator.Endpoint{emulator.EndpointSubmit, emulator.EndpointBatch},
 			Failure:     emulator.Failure{Status: 429},
 			Probability: 0.05,
-		}},
+		}),
 		RateLimit: 150, RenderRateLimit: 150, RateWindow: 2 * rateWindow,
 		Rules: s.rules(),
 	}
+}
+
+// checkFailures fail the given share of the checks and fetches (status,
+// results, content) with a 500 page. Submissions are left alone: a 5xx on a
+// submission proves nothing about the job, so its payloads end unsubmitted
+// and marked as possibly billed rather than scripted outcomes (the
+// submitter's fault tests cover that).
+func checkFailures(rate float64) []emulator.Fault {
+	return []emulator.Fault{{
+		On:          []emulator.Endpoint{emulator.EndpointStatus, emulator.EndpointResults, emulator.EndpointContent},
+		Failure:     emulator.Failure{Status: 500},
+		Probability: rate,
+	}}
 }
 
 func TestTwoThousandPayloadsEachReachExactlyOneTrueOutcome(t *testing.T) {
