@@ -486,6 +486,10 @@ func (r *runner) watch(ctx context.Context, run *oxy.Run, src *runSource) error 
 	if loc := run.RunLog(); loc != "" && (runErr != nil || len(run.Problems()) > 0) {
 		hintf(r.console, "recover what is left without paying twice: oxy recover %s -d %s", redact.String(loc), redact.String(run.Announced().Destination))
 	}
+	if n := mayHaveBilledCount(run.Problems()); n > 0 {
+		hintf(r.console, "%s may have billed already (\"may_have_billed\": true in the run log): oxy recover holds %s back unless given --resubmit-unknown",
+			count(n, "unsubmitted payload", "unsubmitted payloads"), pick(n, "it", "them"))
+	}
 	var intr *Interrupted
 	if errors.As(context.Cause(ctx), &intr) {
 		return intr
@@ -557,4 +561,16 @@ func (r *runner) follow(ctx context.Context, run *oxy.Run, onJob func(*oxy.Job))
 		}
 		r.console.aroundStdout(func() { r.lines.writeRaw(line) })
 	}
+}
+
+// mayHaveBilledCount counts the unsubmitted payloads marked as possibly
+// billed.
+func mayHaveBilledCount(problems []oxy.Job) int {
+	n := 0
+	for _, j := range problems {
+		if j.Status == runlog.Unsubmitted && mayHaveBilled(j.Error) {
+			n++
+		}
+	}
+	return n
 }

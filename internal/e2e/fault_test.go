@@ -51,6 +51,14 @@ func TestFaultAnUnknownOutcomeIsBilledOnceAndHeldBack(t *testing.T) {
 	if res.code != 1 {
 		t.Fatalf("run: exit %d, want 1; stderr:\n%s", res.code, res.stderr)
 	}
+	for _, want := range []string{
+		"Not submitted again, because the API returned 500 Internal Server Error; the API may have created (and billed) a job; 6 payloads stay unsubmitted\n",
+		"hint: 6 unsubmitted payloads may have billed already (\"may_have_billed\": true in the run log): oxy recover holds them back unless given --resubmit-unknown\n",
+	} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+		}
+	}
 	path, lines := readRunLog(t, filepath.Join(dir, "logs"))
 	if got := states(lines); got[runlog.Done] != 34 || got[runlog.Unsubmitted] != 6 || len(lines) != 40 {
 		t.Fatalf("run log states %v, want 34 done and 6 unsubmitted", got)

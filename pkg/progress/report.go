@@ -112,13 +112,18 @@ func (e *StoppedError) Error() string {
 //	Job 7500000000000000002 faulted: universal https://…
 //	Rejected universal https://…: 400 <message>
 //	Stopped submitting, because the run was stopped; 6,935 payloads stay unsubmitted
+//	Not submitted again, because the API returned 500 Internal Server Error; the API may have created (and billed) a job; 6 payloads stay unsubmitted
+//
+// The last form is for payloads marked as possibly billed (their error's
+// MayHaveBilled): their submission was not stopped, its outcome is unknown.
 func ReportLines(problems []Job) []string {
 	sorted := slices.Clone(problems)
 	slices.SortStableFunc(sorted, func(a, b Job) int { return cmp.Compare(a.Doc, b.Doc) })
 	var lines []string
 	type group struct {
-		cause string
-		n     int
+		cause  string
+		marked bool
+		n      int
 	}
 	var groups []*group
 	byCause := map[string]*group{}
@@ -136,10 +141,12 @@ func ReportLines(problems []Job) []string {
 			lines = append(lines, fmt.Sprintf("%s job %s, because %s: %s", verb, j.ID, because(j), j.Describe()))
 		case runlog.Unsubmitted:
 			c := because(j)
-			g := byCause[c]
+			marked := j.Error != nil && j.Error.MayHaveBilled
+			key := fmt.Sprintf("%t %s", marked, c)
+			g := byCause[key]
 			if g == nil {
-				g = &group{cause: c}
-				byCause[c] = g
+				g = &group{cause: c, marked: marked}
+				byCause[key] = g
 				groups = append(groups, g)
 			}
 			g.n++
@@ -150,7 +157,11 @@ func ReportLines(problems []Job) []string {
 		if g.n == 1 {
 			stay = "payload stays"
 		}
-		lines = append(lines, fmt.Sprintf("Stopped submitting, because %s; %s %s unsubmitted", g.cause, Thousands(g.n), stay))
+		verb := "Stopped submitting"
+		if g.marked {
+			verb = "Not submitted again"
+		}
+		lines = append(lines, fmt.Sprintf("%s, because %s; %s %s unsubmitted", verb, g.cause, Thousands(g.n), stay))
 	}
 	return lines
 }
