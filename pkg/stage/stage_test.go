@@ -503,6 +503,78 @@ func TestDrainTimeoutCancelsHandlersAndReleasesTheirMessages(t *testing.T) {
 	})
 }
 
+func TestAPinnedMessageOutlivesTheDrainTimeout(t *testing.T) {
+	t.Parallel()
+	s := fastSubmitter()
+	s.HandlerTimeout = 100 * time.Millisecond
+	e := setup(t, s)
+	e.feed(0, 2)
+	cfg := e.config(s)
+	cfg.DrainTimeout = 100 * time.Millisecond
+	store, stuck := make(chan struct{}), make(chan struct{})
+	defer close(stuck)
+	var started atomic.Int32
+	w, err := stage.New(cfg, stage.HandlerFunc(func(ctx context.Context, m *stage.Msg) error {
+		started.Add(1)
+		if m.Key().Doc != "0" {
+			<-stuck // ignores ctx, and holds nothing of its own
+			return nil
+		}
+		// Doc 0 holds what exists only here until it is stored.
+		unpin := m.Pin()
+		<-store // ignores ctx
+		unpin()
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, _ := e.start(w)
+	testutil.Eventually(t, 10*time.Second, "both handlers run", func() bool { return started.Load() == 2 })
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	testutil.Eventually(t, 10*time.Second, "the unpinned message is released", func() bool { return e.counter("submitter", "released") == 1 })
+	select {
+	case err := <-stopped:
+		t.Fatalf("Run returned %v while a message was pinned", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if st := w.Live(); !st.OK {
+		t.Fatalf("Live = %+v while a pinned handler overruns, want OK", st)
+	}
+	close(store)
+	if err := <-stopped; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if got := e.counter("submitter", "ack"); got != 1 {
+		t.Fatalf("acked = %v, want the pinned message", got)
+	}
+}
+
+func TestAFailureEventTooLargeForTheBrokerGoesWithoutItsPayloadCopy(t *testing.T) {
+	t.Parallel()
+	s := fastSubmitter()
+	e := setup(t, s)
+	pad := strings.Repeat("x", 600<<10)
+	e.publish(&messages.Payload{Run: run, Doc: "0", Payload: json.RawMessage(`{"source":"universal","url":"https://example.com/?q=` + pad + `"}`)})
+	w, err := stage.New(e.config(s), stage.HandlerFunc(func(ctx context.Context, m *stage.Msg) error {
+		return stage.Hard(runlog.Rejected, "Rejected universal https://example.com/?q="+pad, &runlog.ErrorInfo{Message: "refused " + pad})
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start(w)
+	testutil.Eventually(t, 10*time.Second, "the hard failure is recorded", func() bool { return len(e.events()) == 1 })
+	ev := e.events()[0]
+	if ev.State != runlog.Rejected || ev.Payload != nil || len(ev.Reason) > 4<<10 || !strings.HasSuffix(ev.Reason, "…") ||
+		len(ev.Error.Message) > 4<<10 {
+		t.Fatalf("event: state %s, payload %d bytes, reason %d bytes, message %d bytes", ev.State, len(ev.Payload), len(ev.Reason), len(ev.Error.Message))
+	}
+	if got := e.counter("submitter", "publish_error"); got != 0 {
+		t.Fatalf("%v publish errors, want none", got)
+	}
+}
+
 func TestTheWatchdogExitsWhenTheConsumerIsGone(t *testing.T) {
 	t.Parallel()
 	s := fastSubmitter()
