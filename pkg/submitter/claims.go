@@ -139,6 +139,10 @@ func (s *Submitter) markSubmitted(ctx context.Context, it *item, jobID string, a
 		got, gerr := s.claims.Get(kctx, ref.Claim.Run, ref.Claim.Doc)
 		cancel()
 		switch {
+		case errors.Is(gerr, topology.ErrNoClaim):
+			// The claim vanished (its bucket was lost and made again): the
+			// id is written as a new claim.
+			ref.Revision = 0
 		case gerr != nil, got.Revision == ref.Revision:
 			// unknown or unchanged: try again
 		case got.Claim.State == messages.ClaimSubmitted && got.Claim.APIJobID == jobID:
