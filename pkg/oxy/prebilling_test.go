@@ -42,6 +42,12 @@ func TestNothingBillsWhenARunCannotStart(t *testing.T) {
 			t.Errorf("Get without credentials = %v, want ErrNoCredentials", err)
 		}
 	})
+	t.Run("the retry after an unknown outcome is the deployed submitters' setting", func(t *testing.T) {
+		_, err := oxy.NewClient(oxy.Config{NATSURL: "nats://127.0.0.1:1", RetryUnknownOnce: true})
+		if err == nil || !strings.Contains(err.Error(), "OXY_RETRY_UNKNOWN_ONCE") {
+			t.Errorf("NewClient = %v, want an error naming the submitters' setting", err)
+		}
+	})
 	t.Run("no destination", func(t *testing.T) {
 		if _, err := c.Execute(ctx, products(1, 1), oxy.Options{}); !errors.Is(err, oxy.ErrNoDestination) {
 			t.Errorf("Execute = %v", err)
