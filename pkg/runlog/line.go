@@ -46,8 +46,9 @@ const MayHaveBilled = "the API may have created (and billed) a job"
 //
 // MayHaveBilled is the structured "may have billed" mark: true when the
 // payload's submission may have created (and billed) a job although no job
-// id is known (the API answered a 5xx, the answer was lost after the request
-// was sent, or a submitter stopped inside its request). It is written as
+// id is known (the API answered a 5xx, the answer was lost or unreadable
+// after the request was sent, a submitter stopped inside its request, or the
+// doc's claim could not be read at the end). It is written as
 // "may_have_billed": true inside the line's error, and left out when false,
 // so a line without it has the origin's three error keys. Recovery tools read
 // this field, never the message text: resubmitting a marked payload may bill
