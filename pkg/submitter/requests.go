@@ -11,7 +11,6 @@ import (
 
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/redact"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/stage"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
@@ -221,7 +220,7 @@ func (s *Submitter) submitBatch(ctx context.Context, t wsa.Ticket, items []*item
 // settled and left out; the ticket's cost stays what it was for the whole
 // request, which only errs on the slow side.
 func (s *Submitter) admit(ctx context.Context, items []*item) (wsa.Ticket, []*item, bool) {
-	if !s.mayStart(items) {
+	if !s.mayStart(ctx, items) {
 		return wsa.Ticket{}, nil, false
 	}
 	ps := make([]payload.Payload, len(items))
@@ -250,7 +249,7 @@ func (s *Submitter) admit(ctx context.Context, items []*item) (wsa.Ticket, []*it
 		}
 		return wsa.Ticket{}, nil, false
 	}
-	if !s.mayStart(items) { // stopped while waiting
+	if !s.mayStart(ctx, items) { // stopped while waiting
 		s.pacer.Done(t, wsa.RateLimit{}, errNotSent)
 		return wsa.Ticket{}, nil, false
 	}
@@ -270,24 +269,29 @@ func (s *Submitter) admit(ctx context.Context, items []*item) (wsa.Ticket, []*it
 }
 
 // mayStart settles the items and returns false when their run was stopped
-// by this process (an earlier 401/403) or the worker is draining. The items
-// hold no claim yet.
-func (s *Submitter) mayStart(items []*item) bool {
+// (by this process after a 401/403, or in the runs bucket by anyone, as
+// read at most RunStateTTL ago), or the worker is draining. The items hold
+// no claim yet. It is asked again after the wait for the rate budget, which
+// can be long: a stop during the wait must keep the request from being
+// sent.
+func (s *Submitter) mayStart(ctx context.Context, items []*item) bool {
 	if st, _ := s.worker.State(); st == stage.StateDraining || st == stage.StateStopped {
 		for _, it := range items {
 			it.res = stage.Wait(0)
 		}
 		return false
 	}
-	run, stopped := s.runs.stopped(items[0].env.Run)
-	if !stopped {
+	run, err := s.runs.view(ctx, items[0].env.Run)
+	if err != nil {
+		for _, it := range items {
+			it.res = s.retry(it, 0, "could not read the run's state: "+err.Error(), nil, err)
+		}
+		return false
+	}
+	if !run.stopped() {
 		return true
 	}
-	for _, it := range items {
-		s.met.count(outUnsubmitted)
-		msg := run.why()
-		it.res = stage.Hard(runlog.Unsubmitted, msg, &runlog.ErrorInfo{Message: msg})
-	}
+	forEach(len(items), s.cfg.Concurrency, func(i int) { s.runStopped(ctx, items[i], run) })
 	return false
 }
 
