@@ -100,6 +100,7 @@ type failureJSON struct {
 	Drop        bool   `json:"drop"`
 	Times       int    `json:"times"`
 	AfterCreate bool   `json:"after_create"`
+	Body        string `json:"body"`
 }
 
 // faultJSON is an emulator.Fault: the failure's keys sit next to "on" and
@@ -246,5 +247,5 @@ func (f *failureJSON) ptr() *emulator.Failure {
 }
 
 func (f failureJSON) failure() emulator.Failure {
-	return emulator.Failure{Status: f.Status, Message: f.Message, Drop: f.Drop, Times: f.Times, AfterCreate: f.AfterCreate}
+	return emulator.Failure{Status: f.Status, Message: f.Message, Drop: f.Drop, Times: f.Times, AfterCreate: f.AfterCreate, Body: f.Body}
 }
