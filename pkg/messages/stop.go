@@ -27,14 +27,15 @@ const (
 // still checked and written when its announcement sets no StopTimeout.
 const DefaultStopTimeout = time.Minute
 
-// StopSettle is the least time between a run's stop and its completion from
-// what is recorded. A submitter that read the run's state just before the
-// stop may still claim a doc and send it: it trusts a state it read for a
-// short while (its RunStateTTL) and takes the claim within one bucket
-// operation (its KVTimeout), and their sum must stay below StopSettle. Once
-// StopSettle has passed, every such claim is in the claims bucket, where the
-// statusworker finds it: a doc whose POST may be in flight is then marked
-// "may have billed", never plainly unsubmitted.
+// StopSettle is the default least time between a run's stop and its
+// completion from what is recorded (the statusworker's Config.StopSettle).
+// A submitter that read the run's state just before the stop may still
+// claim a doc and send it: it trusts a state it read for a short while (its
+// RunStateTTL) and takes the claim within one bucket operation (its
+// KVTimeout), and their sum must stay below the settle time. Once it has
+// passed, every such claim is in the claims bucket, where the statusworker
+// finds it: a doc whose POST may be in flight is then marked "may have
+// billed", never plainly unsubmitted.
 const StopSettle = 10 * time.Second
 
 // StoppedSubmitting starts the error of a payload left unsubmitted because a
@@ -60,15 +61,15 @@ type RunStop struct {
 	At time.Time `json:"at"`
 	// Deadline is when the run is completed with what is recorded. It can
 	// only move earlier (a second Ctrl+C sets it to now), and it never takes
-	// effect before At + StopSettle (see Expires).
+	// effect before the settle time after At (see Expires).
 	Deadline time.Time `json:"deadline"`
 }
 
 // Expires returns when the run's stop takes effect: Deadline, but not
-// before StopSettle after At.
-func (s RunStop) Expires() time.Time {
-	if settle := s.At.Add(StopSettle); s.Deadline.Before(settle) {
-		return settle
+// before settle (StopSettle by default) after At.
+func (s RunStop) Expires(settle time.Duration) time.Time {
+	if earliest := s.At.Add(settle); s.Deadline.Before(earliest) {
+		return earliest
 	}
 	return s.Deadline
 }
@@ -83,17 +84,17 @@ func (r RunAnnounced) StopTimeoutOrDefault() time.Duration {
 }
 
 // Expires returns when a stopping run is completed with what is recorded:
-// its Stop's, or for a record stopped without one (by an older build),
-// DefaultStopTimeout after its last change. It is zero for a run that is
-// not stopping.
-func (r RunRecord) Expires() time.Time {
+// its Stop's (with the settle time, see RunStop.Expires), or for a record
+// stopped without one (by an older build), its stop timeout after its last
+// change. It is zero for a run that is not stopping.
+func (r RunRecord) Expires(settle time.Duration) time.Time {
 	if r.State != RunStateStopping {
 		return time.Time{}
 	}
 	if r.Stop != nil {
-		return r.Stop.Expires()
+		return r.Stop.Expires(settle)
 	}
-	return r.UpdatedAt.Add(max(r.Announced.StopTimeoutOrDefault(), StopSettle))
+	return r.UpdatedAt.Add(max(r.Announced.StopTimeoutOrDefault(), settle))
 }
 
 // NotSubmitted is the run-log error of a payload that was not submitted

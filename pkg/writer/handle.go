@@ -159,7 +159,7 @@ func (w *Writer) runEnded(ctx context.Context, run string) string {
 	switch rec := ref.Record; {
 	case rec.State == messages.RunStateCompleted:
 		return "the run has ended; the job can be fetched by id at no cost"
-	case rec.State == messages.RunStateStopping && !time.Now().Before(rec.Expires()):
+	case rec.State == messages.RunStateStopping && !time.Now().Before(rec.Expires(messages.StopSettle)):
 		return "the run's stop deadline has passed; the job can be fetched by id at no cost"
 	}
 	return ""
