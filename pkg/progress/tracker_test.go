@@ -191,10 +191,12 @@ func TestReportAndIncompleteRunError(t *testing.T) {
 
 func TestReportLinesForEveryProblem(t *testing.T) {
 	t.Parallel()
-	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 7})
-	for d := range 7 {
+	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 8})
+	for d := range 8 {
 		tr.Apply(success(d, messages.DataPayload, ""))
 	}
+	full := "Stopped submitting, because a write to the destination failed: no space left on device"
+	tr.Apply(hard(7, messages.DataPayload, runlog.Unsubmitted, "", &runlog.ErrorInfo{Message: full}, full))
 	stopped := &runlog.ErrorInfo{Message: "the run was stopped"}
 	tr.Apply(hard(6, messages.DataPayload, runlog.Unsubmitted, "", stopped, "the run was stopped"))
 	tr.Apply(hard(5, messages.DataPayload, runlog.Unsubmitted, "", stopped, "the run was stopped"))
@@ -210,13 +212,14 @@ func TestReportLinesForEveryProblem(t *testing.T) {
 		"Rejected universal https://sandbox.oxylabs.io/products/4: 400 The hostname cannot be an ip address.",
 		"Stopped submitting, because the API returned 403 Forbidden; 1 payload stays unsubmitted",
 		"Stopped submitting, because the run was stopped; 2 payloads stay unsubmitted",
+		"Stopped submitting, because a write to the destination failed: no space left on device; 1 payload stays unsubmitted",
 	}
 	got := progress.ReportLines(tr.Problems())
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("report:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	err := progress.NewIncompleteRunError(tr.Problems(), nil, false)
-	if err.Error() != "2 rejected, 3 unsubmitted, 1 unfetched" {
+	if err.Error() != "2 rejected, 4 unsubmitted, 1 unfetched" {
 		t.Errorf("error = %q", err.Error())
 	}
 	if err.Rejections[0].Doc != 2 || err.Rejections[1].Doc != 3 || err.Unsubmitted[0].Doc != 4 {
