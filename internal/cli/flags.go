@@ -22,6 +22,7 @@ const (
 	envNATSURL     = "NATS_URL"
 	envMongoURI    = "MONGODB_URI"
 	envStatusURL   = "OXY_STATUS_URL"
+	envStopTimeout = "OXY_STOP_TIMEOUT"
 	// envNATSReplicas is the workers' variable (pkg/worker): the replicas of
 	// streams created when none exist yet.
 	envNATSReplicas = "OXY_NATS_REPLICAS"
@@ -39,6 +40,7 @@ func environment() map[string]string {
 		envNATSURL:      "--nats (NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CREDS, NATS_TLS_* too)",
 		envMongoURI:     "--mongo (preferred: a URI may hold a password)",
 		envStatusURL:    "oxy status --url",
+		envStopTimeout:  "--stop-timeout",
 		envNATSReplicas: "with --nats: replicas of the streams oxy creates when no worker has (default 1)",
 	}
 }

@@ -200,6 +200,11 @@ func (r *Run) WriteReport(w io.Writer) error {
 	return progress.WriteReport(w, r.Problems(), err)
 }
 
+// Stopped returns what stopped the run, once it is stopping (by Stop, by
+// another process, or by a stage: the writer when results cannot be
+// written), else nil.
+func (r *Run) Stopped() *progress.StoppedError { return r.watcher.Stopped() }
+
 // Completed returns the statusworker's completion of the run (counts, run-log
 // location) once the run completed, else nil.
 func (r *Run) Completed() *messages.RunCompleted { return r.watcher.Completed() }
