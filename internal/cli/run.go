@@ -66,7 +66,7 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.StringVar(&f.statusAddr, "status-addr", "", "serve the in-process statusworker's API on `HOST:PORT` for oxy status")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress while the run goes on (the final line, warnings and the report stay)")
 	fs.DurationVar(&f.stopTimeout, "stop-timeout", messages.DefaultStopTimeout,
-		"once the run is stopped (Ctrl+C, SIGTERM, or a result that cannot be written), check and write jobs already submitted for at most `DURATION`, then end the run with what is recorded")
+		"once the run is stopped (Ctrl+C, SIGTERM, or a result that cannot be written), check and write jobs already submitted for at most `DURATION` (at least "+messages.StopSettle.String()+"), then end the run with what is recorded")
 	fs.bindEnv("destination", envDestination)
 	fs.bindEnv("run-log", envRunLog)
 	fs.bindEnv("api-url", envAPIURL)
@@ -136,13 +136,14 @@ Progress goes to stderr: a live line on a terminal, a line every 10s
 otherwise, and the run's progress as the last line. stdout has one JSON line
 per finished job: {"doc", "id", "status", "source", "input", "file", "error"}.
 The first Ctrl+C (or SIGTERM) stops submitting: payloads not yet sent end
-unsubmitted, jobs already submitted are still checked and written for at most
---stop-timeout (default 1m), then the run ends with what is recorded (a job not
-written is unfetched with its id, free to fetch later) and the run log is
-written: exit 130 (143). A result that cannot be written (a full disk, a denied
-write, a missing bucket) stops the run the same way, exit 1. A second signal
-ends the run at once with what is recorded and still writes the run log (within
-`+hurryTimeout.String()+`); a third one exits at once, without it.`)
+unsubmitted, and jobs already submitted are still checked and written for at
+most --stop-timeout (default 1m); then the run ends with what is recorded (a
+job not written is unfetched with its id, free to fetch later) and the run log
+is written, at most `+stopGrace.String()+` later: exit 130 (143). A result that cannot be
+written (a full disk, a denied write, a missing bucket) stops the run the same
+way: exit 1. A second signal ends the stopped run at once with what is recorded
+and still writes the run log (within `+hurryTimeout.String()+`); a third one exits at once,
+without it.`)
 	f.register(fs)
 	fs.note(credentialsHelp + `
   NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CREDS, NATS_TLS_CA/CERT/KEY   with --nats`)
@@ -566,9 +567,9 @@ func (r *runner) follow(ctx context.Context, run *oxy.Run, onJob func(*oxy.Job))
 	}
 }
 
-// stopGrace is how long a stopped run may take past its stop timeout and
-// settle time to record what is unfinished and write its run log before
-// `oxy run` gives up waiting for it.
+// stopGrace is how long a stopped run may take past its stop timeout to
+// record what is unfinished and write its run log before `oxy run` gives up
+// waiting for it.
 const stopGrace = 20 * time.Second
 
 // stopWhenAsked stops the run on the first signal (ctx's cancellation) and
@@ -581,7 +582,9 @@ func (r *runner) stopWhenAsked(ctx, runCtx context.Context, run *oxy.Run, giveUp
 	if timeout <= 0 {
 		timeout = messages.DefaultStopTimeout
 	}
-	limit := timeout + messages.StopSettle + stopGrace
+	// A stop never ends a run sooner than the settle time after it.
+	timeout = max(timeout, messages.StopSettle)
+	limit := timeout + stopGrace
 	poll := time.NewTicker(200 * time.Millisecond)
 	defer poll.Stop()
 	var bound <-chan time.Time
@@ -592,7 +595,14 @@ func (r *runner) stopWhenAsked(ctx, runCtx context.Context, run *oxy.Run, giveUp
 	}
 	interrupted, hurry := ctx.Done(), r.env.Hurry
 	for {
-		if run.Stopped() != nil {
+		if stop := run.Stopped(); stop != nil && bound == nil {
+			// Stopped by a stage (a result that cannot be written) or by
+			// another process: say so now, not only in the final report.
+			why := stop.Reason
+			if why == "" {
+				why = stop.Error()
+			}
+			warnf(r.console, "%s; jobs already submitted are checked and written for at most %v, then the run log is written", why, timeout)
 			startBound()
 		}
 		select {

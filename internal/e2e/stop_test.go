@@ -15,9 +15,9 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
-// stopBound is what `oxy run --help` promises for a stop: --stop-timeout,
-// at the earliest the settle time after the stop, then up to 20 s to
-// record what is unfinished and write the run log.
+// stopBound is what `oxy run --help` promises for a stop: --stop-timeout
+// (at least the settle time), then up to 20 s to record what is unfinished
+// and write the run log.
 func stopBound(stopTimeout time.Duration) time.Duration {
 	return max(stopTimeout, messages.StopSettle) + 20*time.Second
 }

@@ -64,7 +64,7 @@ func TestLocalPutOnAFullDisk(t *testing.T) {
 		t.Fatalf("Put on a full disk = %v, want ErrNoSpace wrapping ENOSPC, permanent", err)
 	}
 	var de *destination.Error
-	if !errors.As(err, &de) || de.Op != "put" || de.Name != "big.json" || !strings.Contains(err.Error(), "no space left") {
+	if !errors.As(err, &de) || de.Op != "put" || de.Name != "big.json" || !strings.Contains(err.Error(), "out of space") || !strings.Contains(err.Error(), "no space left on device") {
 		t.Fatalf("error %q does not name the put, the file and the cause", err)
 	}
 	if got := dirEntries(t, dir); len(got) != 1 || got[0] != "small.json" {

@@ -39,7 +39,6 @@ import (
 // and the run ends within its stop bound.
 
 const (
-	outputRate = 200
 	// stopTimeout and stopSettle bound each run's stop (see oxy.Options
 	// StopTimeout and statusworker.Config.StopSettle).
 	stopTimeout = 2 * time.Second
@@ -47,14 +46,16 @@ const (
 )
 
 // outputTotal is the payloads of each run: ten seconds of submissions at
-// outputRate, had nothing stopped them (five under the race detector), and
-// stopSlack what the run may take past its stop's deadline to record what
-// is left and write its run log on a loaded machine.
-var outputTotal, stopSlack = func() (int, time.Duration) {
+// outputRate jobs per second (the pace; eight seconds at a quarter
+// of it under the race detector, which slows the pipeline tenfold), had
+// nothing stopped them; stopSlack is what the run may take past its stop's
+// deadline to record what is left and write its run log on a loaded
+// machine.
+var outputTotal, outputRate, stopSlack = func() (int, int, time.Duration) {
 	if testutil.Race {
-		return 1000, 45 * time.Second
+		return 400, 50, 45 * time.Second
 	}
-	return 2000, 8 * time.Second
+	return 2000, 200, 8 * time.Second
 }()
 
 // stoppingClient is sandboxClient at outputRate jobs per second, with a
@@ -99,7 +100,7 @@ type stoppedRun struct {
 // (written reports how many).
 func runIntoFailingOutput(t *testing.T, c *oxy.Client, dest string, written func() int, breakIt func()) stoppedRun {
 	t.Helper()
-	ctx := testContext(t, 60*time.Second)
+	ctx := testContext(t, 2*time.Minute)
 	logs := filepath.Join(t.TempDir(), "logs")
 	run, err := c.Execute(ctx, products(1, outputTotal), oxy.Options{Destination: dest, RunLog: logs, StopTimeout: stopTimeout})
 	if err != nil {

@@ -146,17 +146,17 @@ func (w *StatusWorker) expiryEvent(rec messages.RunRecord, d runlog.Doc, claim *
 		// Recorded where the writer would have failed it: a later success
 		// at the final data type (the file written after all) still wins.
 		ev.DataType, ev.State, ev.APIJobID = messages.DataDone, runlog.Unfetched, id
-		ev.Error = &runlog.ErrorInfo{Message: fmt.Sprintf("the run was stopped (%s) before this job's result was written; it can be fetched by id at no cost", why)}
-		ev.Reason = fmt.Sprintf("the run's stop deadline passed before job %s was written", id)
+		ev.Error = &runlog.ErrorInfo{Message: "the run was stopped before this job's result was written; it can be fetched by id at no cost"}
+		ev.Reason = fmt.Sprintf("the run's stop deadline passed before job %s was written (stopped %s)", id, why)
 	case claim != nil && claim.State == messages.ClaimHeld:
 		ev.DataType, ev.State = messages.DataPayload, runlog.Unsubmitted
 		ev.Error = &runlog.ErrorInfo{
-			Message: fmt.Sprintf("the run was stopped (%s) while this payload's submission was in flight: its outcome is unknown; %s, so it is not resubmitted automatically",
-				why, runlog.MayHaveBilled),
+			Message: fmt.Sprintf("the run was stopped while this payload's submission was in flight: its outcome is unknown; %s, so it is not resubmitted automatically",
+				runlog.MayHaveBilled),
 			MayHaveBilled: true,
 		}
-		ev.Reason = fmt.Sprintf("the run's stop deadline passed while %s held the payload's claim (since %s) without recording the API's answer",
-			claim.By, claim.ClaimedAt.UTC().Format(time.RFC3339Nano))
+		ev.Reason = fmt.Sprintf("the run's stop deadline passed while %s held the payload's claim (since %s) without recording the API's answer (stopped %s)",
+			claim.By, claim.ClaimedAt.UTC().Format(time.RFC3339Nano), why)
 	default:
 		ev.DataType, ev.State = messages.DataPayload, runlog.Unsubmitted
 		msg := rec.NotSubmitted()
@@ -166,10 +166,12 @@ func (w *StatusWorker) expiryEvent(rec messages.RunRecord, d runlog.Doc, claim *
 	return ev
 }
 
-// stopWhy says who or what stopped the run, for the errors of its docs.
+// stopWhy says who or what stopped the run, for the reasons of its docs'
+// failures: "by the user", or "because a write to the destination failed:
+// …".
 func stopWhy(rec messages.RunRecord) string {
 	if rec.Stop != nil && rec.Stop.Cause != messages.StopByUser && rec.Reason != "" {
-		return messages.Because(rec.Reason)
+		return "because " + messages.Because(rec.Reason)
 	}
 	return "by the user"
 }
