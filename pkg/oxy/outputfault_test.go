@@ -70,7 +70,14 @@ func stoppingClient(t *testing.T, dests destination.Config) *oxy.Client {
 			fast(lc)
 			prevSW, prevSub := lc.StatusWorker, lc.Submitter
 			lc.StatusWorker = func(sc *statusworker.Config) { prevSW(sc); sc.StopSettle = stopSettle }
-			lc.Submitter = func(sc *submitter.Config) { prevSub(sc); sc.RunStateTTL = 200 * time.Millisecond }
+			lc.Submitter = func(sc *submitter.Config) {
+				prevSub(sc)
+				sc.RunStateTTL = 200 * time.Millisecond
+				// Room for a request slowed down by a loaded machine or the
+				// race detector: a POST cut short by its own timeout has an
+				// unknown outcome, which is another test's subject.
+				sc.SubmitTimeout, sc.Consumer.HandlerTimeout, sc.ClaimStaleAfter = 5*time.Second, 10*time.Second, 15*time.Second
+			}
 		},
 	})
 	if err != nil {

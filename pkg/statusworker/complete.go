@@ -53,7 +53,7 @@ func (w *StatusWorker) checkCompletion(ctx context.Context, e runEntry, periodic
 		if now := w.cfg.Now(); now.Before(at) {
 			w.runs.wakeAt(run, at, now)
 		} else {
-			resolved, err := w.expire(ctx, e)
+			resolved, err := w.expire(ctx, e, at)
 			if err != nil || !resolved {
 				return err
 			}

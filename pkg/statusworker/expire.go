@@ -21,6 +21,12 @@ const claimReaders = 16
 // publishWindow bounds the expiry events waiting for the broker at once.
 const publishWindow = 256
 
+// unfedGrace is how long past a stop's deadline a doc that has no record at
+// all yet (its payload not fed: a feeder still publishing a large run) is
+// waited for before it is recorded unsubmitted without its payload. With
+// its payload in the run log, `oxy recover` can resubmit it.
+const unfedGrace = 5 * time.Second
+
 // expire ends a stopping run whose stop deadline has passed
 // (messages.RunRecord.Expires): every doc still in flight is recorded as a
 // hard failure, through the status stream like any stage's outcome, so that
@@ -36,8 +42,9 @@ const publishWindow = 256
 //
 // It reports whether every doc is resolved, so that the run can be
 // completed now. While the events it published are not yet applied it
-// waits (false) rather than publish them again.
-func (w *StatusWorker) expire(ctx context.Context, e runEntry) (bool, error) {
+// waits (false) rather than publish them again; docs not fed yet are waited
+// for until unfedGrace past the deadline at.
+func (w *StatusWorker) expire(ctx context.Context, e runEntry, at time.Time) (bool, error) {
 	run := e.rec.Announced.Run
 	if e.expirySeq > 0 {
 		applied, err := w.ackedThrough(ctx, e.expirySeq)
@@ -50,9 +57,15 @@ func (w *StatusWorker) expire(ctx context.Context, e runEntry) (bool, error) {
 		}
 	}
 	var open []runlog.Doc
+	unfed := 0
+	waitUnfed := w.cfg.Now().Before(at.Add(unfedGrace))
 	_, err := runlog.Visit(ctx, runlog.Spec{Total: e.rec.Announced.Total, FinalDataType: finalDataType(e.rec)}, w.source(run),
 		func(d runlog.Doc) error {
-			if !d.Resolved {
+			switch {
+			case d.Resolved:
+			case waitUnfed && len(d.Line.Payload) == 0 && d.Line.ID == nil:
+				unfed++
+			default:
 				open = append(open, d)
 			}
 			return nil
@@ -61,6 +74,10 @@ func (w *StatusWorker) expire(ctx context.Context, e runEntry) (bool, error) {
 		return false, err
 	}
 	if len(open) == 0 {
+		if unfed > 0 {
+			w.runs.later(run, w.cfg.MinCheckInterval)
+			return false, nil
+		}
 		return true, nil
 	}
 	evs, err := w.expiryEvents(ctx, e.rec, open)

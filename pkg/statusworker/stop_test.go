@@ -32,7 +32,7 @@ func TestFaultAStoppedRunEndsAtItsDeadline(t *testing.T) {
 	// Doc 0 is written; doc 1 was submitted (its job is pending); doc 2's
 	// job id is only in its claim (the submitter died before publishing
 	// it); doc 3's claim is held (a POST in flight); doc 4 was fed and
-	// never sent; doc 5 has no record at all.
+	// never sent; doc 5 is not fed yet when the deadline passes.
 	e.publish(doneDoc(run, 0)...)
 	e.publish(fed(run, 1), submitted(run, 1), fed(run, 2), fed(run, 3), fed(run, 4))
 	ref, err := claims.Acquire(t.Context(), run, "2", 0, "sub-0/a", time.Now())
@@ -51,6 +51,12 @@ func TestFaultAStoppedRunEndsAtItsDeadline(t *testing.T) {
 	if _, err := e.topo.Runs().Stop(t.Context(), run, topology.StopRequest{Cause: messages.StopByOutput, Reason: reason, Now: true}); err != nil {
 		t.Fatal(err)
 	}
+	// Doc 5's payload is still being fed: it is waited for a while past the
+	// deadline, so that its line carries its payload (for oxy recover).
+	testutil.Eventually(t, 10*time.Second, "the docs in flight recorded", func() bool {
+		return counter(t, cfg, "oxy_statusworker_expired_docs_total") == 4
+	})
+	e.publish(fed(run, 5))
 	rec := e.waitCompleted(run)
 	took := time.Since(began)
 	if took < cfg.StopSettle || took > 5*time.Second {
@@ -93,8 +99,10 @@ func TestFaultAStoppedRunEndsAtItsDeadline(t *testing.T) {
 			t.Errorf("line %d: error %+v, want %q with may_have_billed %v", i, l.Error, w.says, w.may)
 		}
 	}
-	if len(lines[3].Payload) == 0 || len(lines[5].Payload) != 0 {
-		t.Errorf("payloads: doc 3 %s, doc 5 %s; want the fed payload kept, and none where nothing was fed", lines[3].Payload, lines[5].Payload)
+	for _, i := range []int{3, 4, 5} {
+		if len(lines[i].Payload) == 0 {
+			t.Errorf("doc %d's line has no payload: oxy recover could not resubmit it", i)
+		}
 	}
 	if got := counter(t, cfg, "oxy_statusworker_expired_docs_total"); got != 5 {
 		t.Errorf("expired docs = %v, want 5", got)
@@ -199,4 +207,29 @@ func TestTheCompletionLeaseIsRenewedWhileTheRunLogIsWritten(t *testing.T) {
 		t.Fatalf("run log:\n%s", got)
 	}
 	testutil.Eventually(t, 5*time.Second, "one completion announced", func() bool { return len(e.completionsOf(run)) == 1 })
+}
+
+// A doc whose payload never comes (its feeder died) does not hold a stopped
+// run for ever: it is waited for a few seconds past the deadline, then
+// recorded unsubmitted without its payload.
+func TestAStoppedRunWhosePayloadsNeverCameEnds(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	cfg := e.config(jobresults.NewMemoryStore(), nil)
+	cfg.StopSettle = 200 * time.Millisecond
+	e.start(cfg)
+	run, _ := e.announce(2, e.logDir)
+	e.publish(fed(run, 0))
+	if _, err := e.topo.Runs().Stop(t.Context(), run, topology.StopRequest{Cause: messages.StopByUser, Now: true}); err != nil {
+		t.Fatal(err)
+	}
+	rec := e.waitCompleted(run)
+	if c := rec.Completed; c.Unsubmitted != 2 {
+		t.Fatalf("completion %+v, want 2 unsubmitted", c)
+	}
+	lines, err := runlog.ReadAll(strings.NewReader(e.readLog(run)))
+	if err != nil || len(lines) != 2 || len(lines[0].Payload) == 0 || len(lines[1].Payload) != 0 ||
+		lines[1].Error == nil || lines[1].Error.Message != "the run was stopped before this payload was submitted" {
+		t.Fatalf("run log %+v, %v; want both unsubmitted, the fed one with its payload", lines, err)
+	}
 }
