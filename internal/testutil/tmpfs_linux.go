@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // SmallDisk returns a folder on a fresh tmpfs of size bytes, so that a test
@@ -29,4 +31,21 @@ func SmallDisk(t testing.TB, size int64) string {
 		}
 	})
 	return dir
+}
+
+// ReplaceWithFile puts a regular file where the folder dir is, in one step
+// (renameat2 RENAME_EXCHANGE), as an operator's mistake or an unmounted
+// volume would: a writer that recreates a missing folder cannot slip in
+// between. It returns where the folder, with its files, now is. It may be
+// called from any goroutine. (Only Linux can; elsewhere it fails with
+// errors.ErrUnsupported.)
+func ReplaceWithFile(dir string) (string, error) {
+	moved := dir + ".moved"
+	if err := os.WriteFile(moved, []byte("not a folder\n"), 0o644); err != nil {
+		return "", err
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, moved, unix.AT_FDCWD, dir, unix.RENAME_EXCHANGE); err != nil {
+		return "", fmt.Errorf("swapping %s for a file: %w", dir, err)
+	}
+	return moved, nil
 }

@@ -3,6 +3,8 @@
 package testutil
 
 import (
+	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 )
@@ -13,4 +15,10 @@ func SmallDisk(t testing.TB, size int64) string {
 	t.Helper()
 	t.Skipf("SKIP: this test fills a small disk, and mounting a tmpfs is only done on Linux (this is %s)", runtime.GOOS)
 	return ""
+}
+
+// ReplaceWithFile puts a regular file where the folder dir is, in one step.
+// Only Linux can: elsewhere it fails with errors.ErrUnsupported.
+func ReplaceWithFile(dir string) (string, error) {
+	return "", fmt.Errorf("swapping %s for a file on %s: %w", dir, runtime.GOOS, errors.ErrUnsupported)
 }

@@ -190,6 +190,18 @@ func (w *StatusWorker) complete(ctx context.Context, rec messages.RunRecord) err
 		w.releaseClaim(ctx, run)
 		return nil
 	}
+	if done.Resolved < done.Lines {
+		// A doc became unresolved between the check and the log: a late
+		// soft failure overwrote the hard failure a stopped run's expiry
+		// recorded. The log just written is rewritten by the next check,
+		// which records that doc again, rather than one calling it
+		// unresolved.
+		w.log.Info("a doc of the run changed while its run log was written; completing at the next check",
+			zap.String("run", run), zap.Int("resolved", done.Resolved), zap.Int("total", done.Lines))
+		w.releaseClaim(ctx, run)
+		w.runs.later(run, w.cfg.MinCheckInterval)
+		return nil
+	}
 	completed := &messages.RunCompleted{
 		Run: run, Total: done.Lines,
 		Done: done.Done, Faulted: done.Faulted, Rejected: done.Rejected,
