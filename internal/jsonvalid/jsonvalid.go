@@ -76,6 +76,14 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
+// hexDigit marks hexadecimal digits.
+var hexDigit = func() (t [256]bool) {
+	for _, c := range "0123456789abcdefABCDEF" {
+		t[c] = true
+	}
+	return t
+}()
+
 // space marks JSON's whitespace.
 var space = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
 
@@ -182,8 +190,7 @@ func (v *Validator) scan(p []byte) (int, error) {
 			i++
 			continue
 		case stUnicode:
-			c := p[i]
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			if c := p[i]; !hexDigit[c] {
 				return v.fail(i, "invalid \\u escape in a string", c)
 			}
 			if v.hex--; v.hex == 0 {
@@ -291,11 +298,11 @@ func (v *Validator) value(c byte) error {
 	case '1' <= c && c <= '9':
 		v.st = stInt
 	case c == 't':
-		v.st, v.lit = stLiteral, "rue"
+		v.st, v.lit = stLiteral, "true"[1:]
 	case c == 'f':
-		v.st, v.lit = stLiteral, "alse"
+		v.st, v.lit = stLiteral, "false"[1:]
 	case c == 'n':
-		v.st, v.lit = stLiteral, "ull"
+		v.st, v.lit = stLiteral, "null"[1:]
 	default:
 		return errors.New("expected a value")
 	}
