@@ -92,8 +92,10 @@
 // unsubmitted and marked may-have-billed when its claim is held (a request
 // that may have reached the API), unsubmitted with the stop's reason
 // otherwise — and once those events are applied the run completes at once,
-// without waiting for its other events to settle. A claim that cannot be
-// read is never guessed at: the expiry is tried again at the next check.
+// without waiting for its other events to settle. A doc with no record at
+// all (its payload still being fed) is waited for a few seconds more, so
+// that its line carries its payload. A claim that cannot be read is never
+// guessed at: the expiry is tried again at the next check.
 //
 // Completing is three steps on the run record: claim (a lease in the
 // record's "completing" field, so one replica writes the log, renewed every
@@ -105,6 +107,7 @@
 // completed runs publishes it (the message id deduplicates a double). A run
 // log that cannot be written releases the claim, is logged and counted
 // (oxy_statusworker_run_log_errors_total), and is retried by the next check.
+// A replica that finds its claim taken over while it writes stops writing.
 //
 // # HTTP
 //
