@@ -111,12 +111,12 @@ func TestFaultSIGTERMWhileTheDestinationKeepsFailing(t *testing.T) {
 	}
 }
 
-// TestASecondSignalStillWritesTheRunLog: jobs that never finish hold a
+// TestFaultASecondSignalStillWritesTheRunLog: jobs that never finish hold a
 // stopped run until its stop timeout (here ten minutes); a second Ctrl+C
 // ends it with what is recorded at once (the settle time after the first)
 // and still writes a complete run log: each job pending is unfetched with
 // its id.
-func TestASecondSignalStillWritesTheRunLog(t *testing.T) {
+func TestFaultASecondSignalStillWritesTheRunLog(t *testing.T) {
 	t.Parallel()
 	sb := startSandbox(t, `{"rules": [{"outcome": {"stay_pending": true}}], "rate_limit": 100}`)
 	dir := t.TempDir()

@@ -156,7 +156,7 @@ func (s *slowLedger) ForEachRecord(ctx context.Context, job string, fn func(jobr
 // The completion lease is renewed while its holder writes the run log, so
 // a log that takes longer than the lease is not taken over half-way by
 // another replica.
-func TestTheCompletionLeaseIsRenewedWhileTheRunLogIsWritten(t *testing.T) {
+func TestFaultTheCompletionLeaseIsRenewedWhileTheRunLogIsWritten(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ledger := &slowLedger{Ledger: jobresults.NewMemoryStore()}
@@ -212,7 +212,7 @@ func TestTheCompletionLeaseIsRenewedWhileTheRunLogIsWritten(t *testing.T) {
 // A doc whose payload never comes (its feeder died) does not hold a stopped
 // run for ever: it is waited for a few seconds past the deadline, then
 // recorded unsubmitted without its payload.
-func TestAStoppedRunWhosePayloadsNeverCameEnds(t *testing.T) {
+func TestFaultAStoppedRunWhosePayloadsNeverCameEnds(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	cfg := e.config(jobresults.NewMemoryStore(), nil)

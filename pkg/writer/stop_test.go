@@ -61,7 +61,7 @@ func fill(t *testing.T, dir string) string {
 // A full disk stops the run at the first failed write (no quick retries:
 // they cannot free space), so no more of its payloads is billed; the job's
 // write is still retried with back-off, and lands once space is freed.
-func TestAFullDiskStopsTheRunAndTheJobIsWrittenOnceSpaceIsFreed(t *testing.T) {
+func TestFaultAFullDiskStopsTheRunAndTheJobIsWrittenOnceSpaceIsFreed(t *testing.T) {
 	t.Parallel()
 	f := setup(t, emulator.Config{})
 	f.cfg.Stage.Consumer.RetryBackoff = []time.Duration{500 * time.Millisecond}
@@ -110,7 +110,7 @@ func TestAFullDiskStopsTheRunAndTheJobIsWrittenOnceSpaceIsFreed(t *testing.T) {
 // A failure no rule calls permanent is tried again at once, and stops the
 // run only when the quick tries fail too; one that passes within them
 // stops nothing.
-func TestAFailedWriteIsRetriedQuicklyBeforeItStopsTheRun(t *testing.T) {
+func TestFaultAFailedWriteIsRetriedQuicklyBeforeItStopsTheRun(t *testing.T) {
 	t.Parallel()
 	s3 := startFakeS3(t)
 	f := setup(t, emulator.Config{})
@@ -150,7 +150,7 @@ func TestAFailedWriteIsRetriedQuicklyBeforeItStopsTheRun(t *testing.T) {
 // Once the run has ended (its stop's deadline passed and the statusworker
 // completed it), a failing write is not retried: the job is recorded
 // unfetched at once, with its id.
-func TestAWriteOfAnEndedRunIsNotRetried(t *testing.T) {
+func TestFaultAWriteOfAnEndedRunIsNotRetried(t *testing.T) {
 	t.Parallel()
 	f := setup(t, emulator.Config{})
 	f.cfg.Stage.Consumer.RetryBackoff = []time.Duration{time.Minute}
@@ -179,7 +179,7 @@ func TestAWriteOfAnEndedRunIsNotRetried(t *testing.T) {
 // A results body that is not JSON (a proxy's page, a body cut short) is a
 // failed fetch: retried, then unfetched with a clear error, and never a
 // file; one that comes right on a retry is written.
-func TestAResultsBodyThatIsNotJSONIsNeverWritten(t *testing.T) {
+func TestFaultAResultsBodyThatIsNotJSONIsNeverWritten(t *testing.T) {
 	t.Parallel()
 	f := setup(t, emulator.Config{Rules: []emulator.Rule{
 		{Pattern: regexp.MustCompile(`html-once`), Outcome: emulator.Outcome{ResultsFailure: &emulator.Failure{
