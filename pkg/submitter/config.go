@@ -176,13 +176,16 @@ func (c Config) validate() error {
 		return fmt.Errorf("submitter: SubmitTimeout %v + 3×KVTimeout %v leaves no time to pace within HandlerTimeout %v",
 			c.SubmitTimeout, c.KVTimeout, c.Consumer.HandlerTimeout)
 	}
-	// A claim younger than a live handler call may still be worked on; one
-	// declared stale too early would turn a submission in progress into an
-	// "outcome unknown".
+	// A stopped run is completed from the claims StopSettle after its stop:
+	// a request this submitter starts under a state read before the stop
+	// must have claimed its doc by then.
 	if c.RunStateTTL+c.KVTimeout >= messages.StopSettle {
 		return fmt.Errorf("submitter: RunStateTTL %v + KVTimeout %v must stay below %v: a stopped run is completed that long after its stop, and a request this submitter starts under an older state must have claimed its doc by then",
 			c.RunStateTTL, c.KVTimeout, messages.StopSettle)
 	}
+	// A claim younger than a live handler call may still be worked on; one
+	// declared stale too early would turn a submission in progress into an
+	// "outcome unknown".
 	if c.ClaimStaleAfter < c.Consumer.HandlerTimeout {
 		return fmt.Errorf("submitter: ClaimStaleAfter %v is shorter than HandlerTimeout %v", c.ClaimStaleAfter, c.Consumer.HandlerTimeout)
 	}
