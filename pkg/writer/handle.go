@@ -160,6 +160,8 @@ func (w *Writer) runEnded(ctx context.Context, run string) string {
 	case rec.State == messages.RunStateCompleted:
 		return "the run has ended; the job can be fetched by id at no cost"
 	case rec.State == messages.RunStateStopping && !time.Now().Before(rec.Expires(messages.StopSettle)):
+		// (With the default settle time: a statusworker set to a shorter
+		// one ends the run sooner, and the check above then applies.)
 		return "the run's stop deadline has passed; the job can be fetched by id at no cost"
 	}
 	return ""
