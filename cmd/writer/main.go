@@ -27,7 +27,10 @@ const summary = `Fetches the results of each done job (GET /v1/queries/{id}/resu
 streams the body, byte for byte, into the run's destination as
 <api job id>.json, probing each run's destination once before its first write.
 A failed fetch or write is retried with back-off, then recorded unfetched so
-the job can be fetched again by id at no cost.
+the job can be fetched again by id at no cost. A write the destination refuses
+(at once for a full disk, a denied write or a missing bucket, else after two
+quick retries) stops the run in the runs bucket, so that no submitter bills
+more of its payloads; a body that is not JSON is never written.
 
 Destinations come from each run (a local folder on this worker's filesystem,
 s3://, gs:// or az://). Object-store credentials, region and endpoint come from

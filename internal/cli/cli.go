@@ -10,7 +10,16 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/messages"
 )
+
+// hurryTimeout bounds how long the process lives after a second signal: a
+// stopped run ends with what is recorded no earlier than messages.StopSettle
+// after its stop (so that a submission started just before the stop is
+// found), then its run log is written.
+const hurryTimeout = messages.StopSettle + 15*time.Second
 
 // Env is what a command reads and writes outside its arguments.
 type Env struct {
@@ -31,6 +40,10 @@ type Env struct {
 	// StdinTerminal reports that Stdin is a terminal: `oxy run` without a
 	// file then says that it waits for payloads typed in.
 	StdinTerminal bool
+	// Hurry is closed on the second SIGINT or SIGTERM (nil: never): a run
+	// stopped by the first one then ends at once with what is recorded and
+	// writes its run log.
+	Hurry <-chan struct{}
 }
 
 // withDefaults fills the unset fields of e: empty input, discarded output and
@@ -66,15 +79,26 @@ func Main(args []string) int {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 
-	signals := make(chan os.Signal, 2)
+	signals := make(chan os.Signal, 3)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
+	hurry := make(chan struct{})
+	env.Hurry = hurry
 	go func() {
 		first := <-signals
 		cancel(&Interrupted{Signal: first})
 		second := <-signals
 		code := (&Interrupted{Signal: second}).ExitCode()
-		fmt.Fprintf(env.Stderr, "\nerror: %s again: exiting at once, without waiting for jobs in flight\n", signalName(second))
+		close(hurry)
+		fmt.Fprintf(env.Stderr, "\nerror: %s again: a stopped run now ends with what is recorded and writes its run log (at most %v; %s once more exits at once, without the run log)\n",
+			signalName(second), hurryTimeout, signalName(second))
+		select {
+		case third := <-signals:
+			code = (&Interrupted{Signal: third}).ExitCode()
+			fmt.Fprintf(env.Stderr, "\nerror: %s a third time: exiting at once; the run log may be missing\n", signalName(third))
+		case <-time.After(hurryTimeout):
+			fmt.Fprintf(env.Stderr, "\nerror: the run log was not written within %v of the second signal; exiting without it\n", hurryTimeout)
+		}
 		os.Exit(code)
 	}()
 	return Run(ctx, args, env)

@@ -142,6 +142,8 @@ func TestRunRefusesImpossibleFlagsBeforeReadingInput(t *testing.T) {
 		{[]string{"run", "--nats", "nats://h:4222", "-d", "/srv/results", "--run-log", "logs", "x.jsonl"}, "give --run-log as it sees it"},
 		{[]string{"run", "--resume", "20260929T170412.345Z"}, "--resume needs the --state-dir"},
 		{[]string{"run", "-d", "r", "a.jsonl", "b.jsonl"}, "at most one input file"},
+		{[]string{"run", "-d", "r", "--stop-timeout", "-1s", "x.jsonl"}, "--stop-timeout must not be negative"},
+		{[]string{"run", "-d", "r", "--stop-timeout", "soon", "x.jsonl"}, `invalid argument "soon" for "--stop-timeout"`},
 		{[]string{"run", "--no-such-flag"}, "unknown flag: --no-such-flag\nhint: run `oxy run --help` for the flags"},
 		{[]string{"run", "-d", "r", "does-not-exist.jsonl"}, "does-not-exist.jsonl: no such file or directory"},
 	}

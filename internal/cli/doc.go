@@ -19,6 +19,8 @@
 // Commands run against an Env rather than the process's globals, so the tests
 // can run them in-process; Main binds the Env to the process and handles the
 // signals: the first SIGINT or SIGTERM cancels the command's context with an
-// *Interrupted cause (a run stops submitting, finishes what is in flight and
-// writes its run log), a second one exits at once.
+// *Interrupted cause (a run stops submitting, checks and writes what is in
+// flight for at most --stop-timeout, then writes its run log); the second
+// closes Env.Hurry (a stopped run ends at once with what is recorded and
+// still writes its run log, within hurryTimeout); a third exits at once.
 package cli

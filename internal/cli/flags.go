@@ -24,6 +24,7 @@ const (
 	envStatusURL   = "OXY_STATUS_URL"
 	// envRetryUnknown is the submitter's variable too (cmd/submitter).
 	envRetryUnknown = "OXY_RETRY_UNKNOWN_ONCE"
+	envStopTimeout  = "OXY_STOP_TIMEOUT"
 	// envNATSReplicas is the workers' variable (pkg/worker): the replicas of
 	// streams created when none exist yet.
 	envNATSReplicas = "OXY_NATS_REPLICAS"
@@ -42,6 +43,7 @@ func environment() map[string]string {
 		envMongoURI:     "--mongo (preferred: a URI may hold a password)",
 		envStatusURL:    "oxy status --url",
 		envRetryUnknown: "--retry-unknown-once",
+		envStopTimeout:  "--stop-timeout",
 		envNATSReplicas: "with --nats: replicas of the streams oxy creates when no worker has (default 1)",
 	}
 }

@@ -101,6 +101,7 @@ type failureJSON struct {
 	Times       int    `json:"times"`
 	AfterCreate bool   `json:"after_create"`
 	CutBody     bool   `json:"cut_body"`
+	Body        string `json:"body"`
 }
 
 // faultJSON is an emulator.Fault: the failure's keys sit next to "on" and
@@ -247,5 +248,5 @@ func (f *failureJSON) ptr() *emulator.Failure {
 }
 
 func (f failureJSON) failure() emulator.Failure {
-	return emulator.Failure{Status: f.Status, Message: f.Message, Drop: f.Drop, Times: f.Times, AfterCreate: f.AfterCreate, CutBody: f.CutBody}
+	return emulator.Failure{Status: f.Status, Message: f.Message, Drop: f.Drop, Times: f.Times, AfterCreate: f.AfterCreate, CutBody: f.CutBody, Body: f.Body}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/destination"
@@ -25,8 +26,13 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
-// closeTimeout bounds the shutdown of the in-process pipeline at the end.
-const closeTimeout = 30 * time.Second
+// closeTimeout bounds the shutdown of the in-process pipeline at the end;
+// hurriedCloseTimeout after a second signal, when the run log is written
+// and the user waits.
+const (
+	closeTimeout        = 30 * time.Second
+	hurriedCloseTimeout = 3 * time.Second
+)
 
 // spoolFolder is the folder of the state directory that keeps each run's
 // payloads, so that `oxy run --resume RUN --state-dir DIR` needs no input.
@@ -47,6 +53,7 @@ type runFlags struct {
 	statusAddr   string
 	quiet        bool
 	retryUnknown bool
+	stopTimeout  time.Duration
 }
 
 // register adds the flags of `oxy run`.
@@ -61,6 +68,8 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress while the run goes on (the final line, warnings and the report stay)")
 	fs.BoolVar(&f.retryUnknown, "retry-unknown-once", false, "send a payload exactly once more after an answer that left its outcome unknown (a 5xx, a lost answer): "+
 		"each such payload may then bill twice; without it, it ends unsubmitted, marked may_have_billed")
+	fs.DurationVar(&f.stopTimeout, "stop-timeout", messages.DefaultStopTimeout,
+		"once the run is stopped (Ctrl+C, SIGTERM, or a result that cannot be written), check and write jobs already submitted for at most `DURATION` (at least "+messages.StopSettle.String()+"), then end the run with what is recorded")
 	fs.bindEnv("destination", envDestination)
 	fs.bindEnv("run-log", envRunLog)
 	fs.bindEnv("api-url", envAPIURL)
@@ -68,6 +77,7 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.bindEnv("mongo", envMongoURI)
 	fs.bindEnv("state-dir", envStateDir)
 	fs.bindEnv("retry-unknown-once", envRetryUnknown)
+	fs.bindEnv("stop-timeout", envStopTimeout)
 }
 
 // registerPipeline adds the flags that say which pipeline and API a run
@@ -96,6 +106,8 @@ func (f *runFlags) check() error {
 		return usageErrorf("--status-addr serves the in-process statusworker; with --nats, ask the deployed statusworker")
 	case f.natsURL != "" && relativeFolder(f.destination):
 		return usageErrorf("with --nats the deployed writer writes the files, from its own working folder: give -d as it sees it, an absolute path or an s3://, gs:// or az:// URL (not %q)", f.destination)
+	case f.stopTimeout < 0:
+		return usageErrorf("--stop-timeout must not be negative (it bounds how long a stopped run still checks and writes its jobs)")
 	case f.natsURL != "" && relativeFolder(f.runLog):
 		return usageErrorf("with --nats the deployed statusworker writes the run log, from its own working folder: give --run-log as it sees it, an absolute path or a URL (not %q)", f.runLog)
 	}
@@ -136,8 +148,15 @@ second bill for each such payload whose first request did create a job.
 Progress goes to stderr: a live line on a terminal, a line every 10s
 otherwise, and the run's progress as the last line. stdout has one JSON line
 per finished job: {"doc", "id", "status", "source", "input", "file", "error"}.
-The first Ctrl+C stops submitting, finishes the jobs in flight and writes the
-run log (exit 130); a second one exits at once.`)
+The first Ctrl+C (or SIGTERM) stops submitting: payloads not yet sent end
+unsubmitted, and jobs already submitted are still checked and written for at
+most --stop-timeout (default 1m); then the run ends with what is recorded (a
+job not written is unfetched with its id, free to fetch later) and the run log
+is written, at most `+stopGrace.String()+` later: exit 130 (143). A result that cannot be
+written (a full disk, a denied write, a missing bucket) stops the run the same
+way: exit 1. A second signal ends the stopped run at once with what is recorded
+and still writes the run log (within `+hurryTimeout.String()+`); a third one exits at once,
+without it.`)
 	f.register(fs)
 	fs.note(credentialsHelp + `
   NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CREDS, NATS_TLS_CA/CERT/KEY   with --nats`)
@@ -172,6 +191,9 @@ type runner struct {
 	flags   runFlags
 	console *console
 	lines   *lineWriter
+	// hurried: a second signal asked for the run to end at once, so the
+	// pipeline is not given long to drain afterwards.
+	hurried atomic.Bool
 }
 
 func (r *runner) run(ctx context.Context, input string) error {
@@ -198,7 +220,11 @@ func (r *runner) run(ctx context.Context, input string) error {
 		return usageError(err)
 	}
 	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+		timeout := closeTimeout
+		if r.hurried.Load() {
+			timeout = hurriedCloseTimeout
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
 		if err := client.Close(cctx); err != nil {
 			warnf(r.console, "stopping the pipeline: %v", err)
@@ -379,7 +405,7 @@ func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
 // anything billed.
 func (r *runner) start(ctx context.Context, client *oxy.Client, src *runSource) (*oxy.Run, error) {
 	f := r.flags
-	opts := oxy.Options{Destination: f.destination, RunLog: f.runLog}
+	opts := oxy.Options{Destination: f.destination, RunLog: f.runLog, StopTimeout: f.stopTimeout}
 	if f.resume != "" {
 		run, err := client.Resume(ctx, f.resume, src.source(), opts)
 		if err != nil {
@@ -511,19 +537,12 @@ func (r *runner) follow(ctx context.Context, run *oxy.Run, onJob func(*oxy.Job))
 		r.lines = newLineWriter(r.env.Stdout)
 	}
 	runCtx := context.WithoutCancel(ctx)
-
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-run.Done():
-			return
-		}
-		hintf(r.console, "stopping: nothing more is submitted; jobs already submitted are checked and written, then the run log (Ctrl+C again exits at once, without the run log)")
-		if err := run.Stop(runCtx); err != nil {
-			warnf(r.console, "stopping the run: %v", err)
-		}
-	}()
-
+	// waitCtx bounds the wait for the end of a stopped run: one whose end
+	// never comes (its run log cannot be written, no statusworker runs)
+	// must not hold the process for ever.
+	waitCtx, giveUp := context.WithCancelCause(runCtx)
+	defer giveUp(nil)
+	go r.stopWhenAsked(ctx, runCtx, run, giveUp)
 	progressDone, quit := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(progressDone)
@@ -545,11 +564,14 @@ func (r *runner) follow(ctx context.Context, run *oxy.Run, onJob func(*oxy.Job))
 	defer close(quit)
 
 	for {
-		job, err := run.Next(runCtx)
+		job, err := run.Next(waitCtx)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
+			if cause := context.Cause(waitCtx); cause != nil && waitCtx.Err() != nil {
+				return cause
+			}
 			return err
 		}
 		if onJob != nil {
@@ -573,4 +595,69 @@ func mayHaveBilledCount(problems []oxy.Job) int {
 		}
 	}
 	return n
+}
+
+// stopGrace is how long a stopped run may take past its stop timeout to
+// record what is unfinished and write its run log before `oxy run` gives up
+// waiting for it.
+const stopGrace = 20 * time.Second
+
+// stopWhenAsked stops the run on the first signal (ctx's cancellation) and
+// ends it with what is recorded on the second (Env.Hurry). Once the run is
+// stopping, however it was stopped (here, by another process, or by the
+// writer when results cannot be written), it bounds the wait for its end
+// with giveUp: stop timeout + settle time + stopGrace.
+func (r *runner) stopWhenAsked(ctx, runCtx context.Context, run *oxy.Run, giveUp context.CancelCauseFunc) {
+	timeout := r.flags.stopTimeout
+	if timeout <= 0 {
+		timeout = messages.DefaultStopTimeout
+	}
+	// A stop never ends a run sooner than the settle time after it.
+	timeout = max(timeout, messages.StopSettle)
+	limit := timeout + stopGrace
+	poll := time.NewTicker(200 * time.Millisecond)
+	defer poll.Stop()
+	var bound <-chan time.Time
+	startBound := func() {
+		if bound == nil {
+			bound = time.NewTimer(limit).C // collected once unreferenced
+		}
+	}
+	interrupted, hurry := ctx.Done(), r.env.Hurry
+	for {
+		if stop := run.Stopped(); stop != nil && bound == nil {
+			// Stopped by a stage (a result that cannot be written) or by
+			// another process: say so now, not only in the final report.
+			why := stop.Reason
+			if why == "" {
+				why = stop.Error()
+			}
+			warnf(r.console, "%s; jobs already submitted are checked and written for at most %v, then the run log is written", why, timeout)
+			startBound()
+		}
+		select {
+		case <-run.Done():
+			return
+		case <-poll.C:
+		case <-interrupted:
+			interrupted = nil
+			hintf(r.console, "stopping: nothing more is submitted; jobs already submitted are checked and written for at most %v, then the run log is written (Ctrl+C again ends the run at once with what is recorded)", timeout)
+			if err := run.Stop(runCtx); err != nil {
+				warnf(r.console, "stopping the run: %v", err)
+			}
+			startBound()
+		case <-hurry:
+			hurry = nil
+			r.hurried.Store(true)
+			hintf(r.console, "stopping now: the run ends with what is recorded (jobs not written are unfetched with their ids), then the run log is written")
+			if err := run.StopNow(runCtx); err != nil {
+				warnf(r.console, "stopping the run now: %v", err)
+			}
+			startBound()
+		case <-bound:
+			giveUp(fmt.Errorf("the run did not end within %v of its stop, so its run log may be missing or incomplete; "+
+				"look at `oxy status %s` and the statusworker's log", limit, run.ID()))
+			return
+		}
+	}
 }

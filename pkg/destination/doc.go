@@ -27,5 +27,8 @@
 //     separator, or starting with ".", is refused with ErrInvalidName.
 //   - Errors are *Error values naming the location (credentials redacted),
 //     the operation and the name, wrapping ErrNotFound, ErrLocationNotFound,
-//     ErrAccessDenied or ErrInvalidName where the cause is known.
+//     ErrAccessDenied, ErrNoSpace or ErrInvalidName where the cause is known.
+//     IsPermanent says which failures no quick retry can cure (a full disk,
+//     a denied write, a missing bucket, an invalid name or location): the
+//     one rule the writer and the run log's writer both use.
 package destination

@@ -1,6 +1,11 @@
 package destination
 
-import "github.com/oxypipe/oxypipe/pkg/destination/internal/core"
+import (
+	"errors"
+	"syscall"
+
+	"github.com/oxypipe/oxypipe/pkg/destination/internal/core"
+)
 
 // Error is the error every destination operation returns: it names the
 // location (credentials redacted), the operation (open, probe, put, get,
@@ -23,6 +28,9 @@ var (
 	// (HTTP 401/403, or a local permission error). Permanent until someone
 	// fixes the credentials.
 	ErrAccessDenied = core.ErrAccessDenied
+	// ErrNoSpace: the disk, the user's quota or the store is full (ENOSPC,
+	// EDQUOT). Permanent until someone frees space.
+	ErrNoSpace = core.ErrNoSpace
 	// ErrUnknownScheme: the location is a URL whose scheme is none of s3,
 	// gs, az and file.
 	ErrUnknownScheme = core.ErrUnknownScheme
@@ -39,3 +47,30 @@ const MaxNameLen = core.MaxNameLen
 // control character, not starting with "." (names starting with a dot are
 // reserved for temporary files). The error wraps ErrInvalidName.
 func ValidateName(name string) error { return core.ValidateName(name) }
+
+// IsPermanent reports whether err says the destination cannot take the file
+// now and that trying again at once will not change that: the disk or quota
+// is full, the write is denied (EACCES, EPERM, EROFS, a refused credential),
+// the folder, bucket or container does not exist (or a file stands where the
+// folder should be), or the name or location is invalid. Such a failure
+// needs someone to act (free space, fix a permission, create the bucket);
+// a writer stops paying for results that have nowhere to go at the first
+// one, instead of after its retries. Any other error (a timeout, a reset
+// connection, a 5xx) may pass and is worth a quick retry.
+//
+// It recognises the sentinels of this package and, for errors that did not
+// come through a destination, the operating system's error numbers.
+func IsPermanent(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, target := range []error{
+		ErrNoSpace, ErrAccessDenied, ErrLocationNotFound, ErrInvalidName, ErrInvalidLocation, ErrUnknownScheme,
+		syscall.ENOSPC, syscall.EDQUOT, syscall.EACCES, syscall.EPERM, syscall.EROFS,
+	} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}

@@ -136,30 +136,33 @@ func (l *Local) put(ctx context.Context, name string, body io.Reader) error {
 			_ = os.Remove(f.Name())
 		}
 	}()
+	// Every failure below is the disk's (or the body's, which classifyFS
+	// leaves as it is): a full disk fails the copy, the sync or the close
+	// with ENOSPC, depending on the filesystem.
 	if _, err := io.Copy(f, body); err != nil {
-		return err
+		return classifyFS(err, ErrLocationNotFound)
 	}
 	if !l.cfg.NoSync {
 		if err := f.Sync(); err != nil {
-			return err
+			return classifyFS(err, ErrLocationNotFound)
 		}
 	}
 	if err := f.Chmod(l.cfg.FileMode); err != nil {
-		return err
+		return classifyFS(err, ErrLocationNotFound)
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return classifyFS(err, ErrLocationNotFound)
 	}
 	if err := os.Rename(f.Name(), filepath.Join(l.dir, name)); err != nil {
 		_ = os.Remove(f.Name())
 		renamed = true // nothing left to clean up
-		return err
+		return classifyFS(err, ErrLocationNotFound)
 	}
 	renamed = true
 	if l.cfg.NoSync {
 		return nil
 	}
-	return l.dirSync.sync()
+	return classifyFS(l.dirSync.sync(), ErrLocationNotFound)
 }
 
 // groupSync makes the renames into one folder durable with as few folder
@@ -278,13 +281,18 @@ func (l *Local) List(ctx context.Context, prefix string) ([]string, error) {
 func (l *Local) Close() error { return nil }
 
 // classifyFS wraps a filesystem error with the sentinel it means; notFound
-// is what a missing path means for the operation.
+// is what a missing path means for the operation. Other errors (a body that
+// failed to read, an I/O error) are returned as they are.
 func classifyFS(err, notFound error) error {
 	switch {
+	case err == nil:
+		return nil
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		return fmt.Errorf("%w: %w", notFound, err)
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
 		return fmt.Errorf("%w: %w", ErrAccessDenied, err)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fmt.Errorf("%w: %w", ErrNoSpace, err)
 	}
 	return err
 }

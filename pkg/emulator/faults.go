@@ -3,8 +3,10 @@ package emulator
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
+	"strconv"
 )
 
 // Endpoint names an API endpoint, for Fault.On and Stats.Requests.
@@ -119,12 +121,23 @@ func (e *Emulator) injectedFault(ep Endpoint, n uint64) *Failure {
 	return nil
 }
 
-// fail answers r with f: a dropped connection, an HTML error page or a JSON
-// error body.
+// fail answers r with f: a dropped connection, f's own body, an HTML error
+// page or a JSON error body.
 func (e *Emulator) fail(w http.ResponseWriter, r *http.Request, f *Failure, user string) {
 	e.stats.faultsInjected.Add(1)
 	if f.Drop {
 		dropConnection(w)
+		return
+	}
+	if f.Body != "" {
+		status := f.Status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Length", strconv.Itoa(len(f.Body)))
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, f.Body) // best effort, like any answer
 		return
 	}
 	status := f.Status

@@ -124,6 +124,10 @@ type Failure struct {
 	// drops the connection half-way through the body: the jobs exist and
 	// the client cannot read the answer. Status and Drop are ignored.
 	CutBody bool
+	// Body, when set, is sent as it is, with Status (which may then be a
+	// 2xx; default 200): an answer a client cannot read, such as a proxy's
+	// HTML page in place of a results body, or a JSON body cut short.
+	Body string
 }
 
 func (r Rule) validate() error {
@@ -154,8 +158,14 @@ func (f Failure) validate() error {
 	if f.Times < 0 {
 		return fmt.Errorf("failure times %d is negative", f.Times)
 	}
-	if !f.Drop && f.Status != 0 && (f.Status < 400 || f.Status > 599) {
+	if f.Body != "" && (f.Drop || f.AfterCreate) {
+		return errors.New("a failure with a body neither drops the connection nor creates jobs")
+	}
+	if !f.Drop && f.Body == "" && f.Status != 0 && (f.Status < 400 || f.Status > 599) {
 		return fmt.Errorf("failure status %d is not an error status", f.Status)
+	}
+	if f.Body != "" && f.Status != 0 && (f.Status < 200 || f.Status > 599) {
+		return fmt.Errorf("failure status %d is not an HTTP status with a body", f.Status)
 	}
 	return nil
 }
@@ -182,7 +192,7 @@ func newFailure(f *Failure) *failure {
 		return nil
 	}
 	c := &failure{Failure: *f}
-	if c.Status == 0 {
+	if c.Status == 0 && c.Body == "" {
 		c.Status = 500
 	}
 	return c

@@ -113,6 +113,10 @@ type Announcement struct {
 	StartedAt time.Time
 	// Options are run options for the stages (a JSON object), if any.
 	Options json.RawMessage
+	// StopTimeout bounds a stop of the run, whoever stops it: how long jobs
+	// already submitted are still checked and written before the run is
+	// completed with what is recorded. Default messages.DefaultStopTimeout.
+	StopTimeout time.Duration
 }
 
 // Announce announces a run of src's payloads and waits until a statusworker
@@ -139,6 +143,7 @@ func (f *Feeder) Announce(ctx context.Context, src Source, a Announcement) (stri
 		RunLog:        a.RunLog,
 		StartedAt:     a.StartedAt.UTC(),
 		Options:       a.Options,
+		StopTimeout:   a.StopTimeout,
 	}, f.origin)
 	if err != nil {
 		return "", fmt.Errorf("feeder: announce: %w", err)
@@ -197,21 +202,20 @@ func (f *Feeder) checkSizes(src Source) error {
 
 // Stop marks the run stopping (the first Ctrl+C): the submitter records every
 // payload it receives from then on unsubmitted, without calling the API;
-// jobs already submitted are still checked and written. It returns whether
-// this call stopped the run (false when it was already stopping or over).
+// jobs already submitted are still checked and written until the run's stop
+// timeout (Announcement.StopTimeout) has passed, when the statusworker
+// completes the run with what is recorded. It returns whether this call
+// stopped the run (false when it was already stopping or over).
 func (f *Feeder) Stop(ctx context.Context, run, reason string) (bool, error) {
-	applied, _, err := f.cfg.Topology.Runs().Transition(ctx, run, func(rec *messages.RunRecord) bool {
-		switch rec.State {
-		case messages.RunStateAnnounced, messages.RunStateReady:
-			rec.State = messages.RunStateStopping
-			rec.Reason = reason
-			rec.UpdatedAt = f.cfg.Now().UTC()
-			return true
-		}
-		return false
-	})
-	if err != nil {
-		return false, fmt.Errorf("feeder: stop run %s: %w", run, err)
-	}
-	return applied, nil
+	return f.cfg.Topology.Runs().Stop(ctx, run, topology.StopRequest{Cause: messages.StopByUser, Reason: reason})
+}
+
+// StopNow stops the run like Stop, but asks for it to be completed with what
+// is recorded at once rather than after its stop timeout (the second
+// Ctrl+C): the statusworker records every doc still in flight unfetched
+// with its job id, or unsubmitted ("may have billed" where a request may be
+// in flight), and writes the run log, as soon as messages.StopSettle after
+// the first stop allows. It returns whether the record changed.
+func (f *Feeder) StopNow(ctx context.Context, run, reason string) (bool, error) {
+	return f.cfg.Topology.Runs().Stop(ctx, run, topology.StopRequest{Cause: messages.StopByUser, Reason: reason, Now: true})
 }

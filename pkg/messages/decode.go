@@ -294,6 +294,8 @@ func checkRunAnnounced(r *RunAnnounced) string {
 		return `missing "final_data_type"`
 	case r.StartedAt.IsZero():
 		return `missing "started_at"`
+	case r.StopTimeout < 0:
+		return fmt.Sprintf("stop timeout %v is negative", r.StopTimeout)
 	}
 	return ""
 }

@@ -26,7 +26,12 @@ type RunAnnounced struct {
 	// Options holds run options the stages may need (submission batching,
 	// poll limits, …) as a JSON object; its schema belongs to the stages.
 	Options json.RawMessage `json:"options,omitempty"`
-	Extra   Extra           `json:"-"`
+	// StopTimeout bounds a stop of the run, whoever stops it (see RunStop):
+	// how long jobs already submitted may still be checked and written
+	// before the run is completed with what is recorded. In nanoseconds;
+	// 0 means DefaultStopTimeout.
+	StopTimeout time.Duration `json:"stop_timeout,omitempty"`
+	Extra       Extra         `json:"-"`
 }
 
 // RunCompleted is published once per run by the statusworker that won the
@@ -66,8 +71,9 @@ const (
 	// RunStateFailed: the run cannot start (for example the run log cannot be
 	// written); Reason says why. Nothing was submitted.
 	RunStateFailed RunState = "failed"
-	// RunStateStopping: the user stopped the run; payloads still queued are
-	// recorded unsubmitted without calling the API.
+	// RunStateStopping: the user or a stage stopped the run (RunRecord.Stop
+	// says who and until when); payloads still queued are recorded
+	// unsubmitted without calling the API.
 	RunStateStopping RunState = "stopping"
 	// RunStateCompleted: every doc reached a final outcome and the run log is
 	// written. Terminal.
@@ -80,7 +86,10 @@ type RunRecord struct {
 	Announced RunAnnounced `json:"announced"`
 	State     RunState     `json:"state"`
 	// Reason explains RunStateFailed or RunStateStopping.
-	Reason    string    `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Stop is set with RunStateStopping (and kept once completed): what
+	// stopped the run and when it ends regardless.
+	Stop      *RunStop  `json:"stop,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 	// Completed is set with RunStateCompleted.
 	Completed *RunCompleted `json:"completed,omitempty"`

@@ -42,6 +42,18 @@
 // *IncompleteRunError when anything ended rejected, unsubmitted or unfetched;
 // faulted jobs alone are reported, not an error.
 //
+// # Stopping
+//
+// Run.Stop (the first Ctrl+C) stops submitting; jobs already submitted are
+// still checked and written for Options.StopTimeout (default one minute),
+// then the run ends with what is recorded and its run log is written.
+// Run.StopNow (the second Ctrl+C) ends it as soon as the stop's settle time
+// allows. A result that cannot be written stops the run the same way
+// (Run.Stopped says why), so a full disk or a missing bucket never keeps
+// billing. However a run stops, every payload ends in the run log:
+// unsubmitted (never billed, or marked "may have billed"), unfetched with
+// its job id, or what it reached.
+//
 // # Recovering
 //
 // A run-log line's payload is the body that was sent (credentials redacted):

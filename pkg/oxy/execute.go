@@ -31,11 +31,20 @@ type Options struct {
 	// stops reading its events (progress then stands still until the caller
 	// reads on; the pipeline itself goes on). Default progress.DefaultBuffer.
 	Buffer int
+	// StopTimeout bounds a stop of the run, whoever stops it (Run.Stop, or
+	// the writer when results cannot be written): jobs already submitted
+	// are still checked and written for this long, then the run is
+	// completed with what is recorded (see Run.Stop). Default
+	// messages.DefaultStopTimeout (1 minute).
+	StopTimeout time.Duration
 }
 
 func (o Options) validate() error {
 	if strings.TrimSpace(o.Destination) == "" {
 		return ErrNoDestination
+	}
+	if o.StopTimeout < 0 {
+		return fmt.Errorf("oxy: StopTimeout %v is negative", o.StopTimeout)
 	}
 	return nil
 }
@@ -73,6 +82,7 @@ func (c *Client) ExecuteSource(ctx context.Context, src feeder.Source, opts Opti
 		Destination: opts.Destination,
 		RunLog:      opts.RunLog,
 		StartedAt:   time.Now(),
+		StopTimeout: opts.StopTimeout,
 	})
 	if err != nil {
 		return nil, err

@@ -200,6 +200,11 @@ func (r *Run) WriteReport(w io.Writer) error {
 	return progress.WriteReport(w, r.Problems(), err)
 }
 
+// Stopped returns what stopped the run, once it is stopping (by Stop, by
+// another process, or by a stage: the writer when results cannot be
+// written), else nil.
+func (r *Run) Stopped() *progress.StoppedError { return r.watcher.Stopped() }
+
 // Completed returns the statusworker's completion of the run (counts, run-log
 // location) once the run completed, else nil.
 func (r *Run) Completed() *messages.RunCompleted { return r.watcher.Completed() }
@@ -217,14 +222,29 @@ func (r *Run) RunLog() string {
 }
 
 // Stop stops the run (the first Ctrl+C): payloads not yet submitted are
-// recorded unsubmitted without calling the API, jobs already submitted are
-// still checked and written, and the run completes with its run log. Keep
-// taking jobs (or Wait) to see the end. Stopping twice does nothing more.
+// recorded unsubmitted without calling the API, and jobs already submitted
+// are still checked and written for the run's stop timeout
+// (Options.StopTimeout, default 1 minute). Then, or as soon as every job has
+// finished, the run completes with its run log: a job still pending (or
+// whose result cannot be written) is unfetched with its id, free to fetch
+// later; a payload whose submission may be in flight is unsubmitted and
+// marked "may have billed". Keep taking jobs (or Wait) to see the end.
+// Stopping twice does nothing more.
 func (r *Run) Stop(ctx context.Context) error {
 	r.stopOnce.Do(func() {
 		_, r.stopErr = r.feeder.Stop(ctx, r.id, "")
 	})
 	return r.stopErr
+}
+
+// StopNow stops the run like Stop, but ends it with what is recorded as
+// soon as it may (the second Ctrl+C): messages.StopSettle after the first
+// stop at the earliest, so that a submission started just before the stop
+// is found and marked "may have billed" rather than called unsubmitted.
+// The run log is then written as for any stop.
+func (r *Run) StopNow(ctx context.Context) error {
+	_, err := r.feeder.StopNow(ctx, r.id, "")
+	return err
 }
 
 // Abandon ends this process's part in the run at once (the second Ctrl+C):

@@ -187,13 +187,15 @@ func WriteReport(w io.Writer, problems []Job, err error) error {
 }
 
 // because says why a payload failed, for "…, because <this>": "the API
-// returned 404 Not Found" for an API answer, else the recorded message.
+// returned 404 Not Found" for an API answer, else the recorded message (a
+// stage's "Stopped submitting, because X" gives X, so the report does not
+// say it twice).
 func because(j Job) string {
 	if j.Error != nil && j.Error.StatusCode != nil {
 		return "the API returned " + j.Error.String()
 	}
 	if j.Error != nil && j.Error.Message != "" {
-		return j.Error.Message
+		return messages.Because(j.Error.Message)
 	}
 	if j.Reason != "" {
 		return j.Reason

@@ -191,10 +191,12 @@ func TestReportAndIncompleteRunError(t *testing.T) {
 
 func TestReportLinesForEveryProblem(t *testing.T) {
 	t.Parallel()
-	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 9})
-	for d := range 9 {
+	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 10})
+	for d := range 10 {
 		tr.Apply(success(d, messages.DataPayload, ""))
 	}
+	full := "Stopped submitting, because a write to the destination failed: no space left on device"
+	tr.Apply(hard(9, messages.DataPayload, runlog.Unsubmitted, "", &runlog.ErrorInfo{Message: full}, full))
 	stopped := &runlog.ErrorInfo{Message: "the run was stopped"}
 	unknown := &runlog.ErrorInfo{StatusCode: code(500), Message: "Internal Server Error; " + runlog.MayHaveBilled, MayHaveBilled: true}
 	tr.Apply(hard(8, messages.DataPayload, runlog.Unsubmitted, "", unknown, "500"))
@@ -214,13 +216,14 @@ func TestReportLinesForEveryProblem(t *testing.T) {
 		"Stopped submitting, because the API returned 403 Forbidden; 1 payload stays unsubmitted",
 		"Stopped submitting, because the run was stopped; 2 payloads stay unsubmitted",
 		"Not submitted again, because the API returned 500 Internal Server Error; " + runlog.MayHaveBilled + "; 2 payloads stay unsubmitted",
+		"Stopped submitting, because a write to the destination failed: no space left on device; 1 payload stays unsubmitted",
 	}
 	got := progress.ReportLines(tr.Problems())
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("report:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	err := progress.NewIncompleteRunError(tr.Problems(), nil, false)
-	if err.Error() != "2 rejected, 5 unsubmitted, 1 unfetched" {
+	if err.Error() != "2 rejected, 6 unsubmitted, 1 unfetched" {
 		t.Errorf("error = %q", err.Error())
 	}
 	if err.Rejections[0].Doc != 2 || err.Rejections[1].Doc != 3 || err.Unsubmitted[0].Doc != 4 {

@@ -62,6 +62,24 @@ func (s *Summary) add(l Line, resolved bool) {
 // and calls emit with each (emit may be nil to only count). A doc without
 // records gets its line too (see Derive): a run log never drops a payload.
 func Walk(ctx context.Context, spec Spec, src Source, emit func(Line) error) (Summary, error) {
+	if emit == nil {
+		return Visit(ctx, spec, src, nil)
+	}
+	return Visit(ctx, spec, src, func(d Doc) error { return emit(d.Line) })
+}
+
+// Doc is one doc's line as Visit derives it, with its position and whether
+// the doc is resolved (see Derive).
+type Doc struct {
+	Pos      int
+	Line     Line
+	Resolved bool
+}
+
+// Visit is Walk for callers that need each line's position and whether its
+// doc is resolved, such as one that records the docs still in flight when
+// a stopped run must end.
+func Visit(ctx context.Context, spec Spec, src Source, visit func(Doc) error) (Summary, error) {
 	var (
 		sum     Summary
 		next    int // the next position without a line
@@ -70,17 +88,17 @@ func Walk(ctx context.Context, spec Spec, src Source, emit func(Line) error) (Su
 		curPos  = -1
 		haveDoc bool
 	)
-	out := func(l Line, resolved bool) error {
+	out := func(pos int, l Line, resolved bool) error {
 		sum.add(l, resolved)
-		if emit == nil {
+		if visit == nil {
 			return nil
 		}
-		return emit(l)
+		return visit(Doc{Pos: pos, Line: l, Resolved: resolved})
 	}
 	fillTo := func(pos int) error {
 		for ; next < pos; next++ {
 			l, _ := Derive(spec.FinalDataType, nil)
-			if err := out(l, false); err != nil {
+			if err := out(next, l, false); err != nil {
 				return err
 			}
 		}
@@ -103,7 +121,7 @@ func Walk(ctx context.Context, spec Spec, src Source, emit func(Line) error) (Su
 		}
 		l, resolved := Derive(spec.FinalDataType, cur)
 		next = curPos + 1
-		return out(l, resolved)
+		return out(curPos, l, resolved)
 	}
 	err := src(ctx, func(r Record) error {
 		if !haveDoc || r.Doc != curDoc {

@@ -47,6 +47,19 @@ func (w *StatusWorker) checkCompletion(ctx context.Context, e runEntry, periodic
 	}()
 	rec := e.rec
 	run, total := rec.Announced.Run, rec.Announced.Total
+	if at := rec.Expires(w.cfg.StopSettle); !at.IsZero() {
+		// A stopping run: checked as usual until its deadline, then ended
+		// with what is recorded, whatever is still in flight.
+		if now := w.cfg.Now(); now.Before(at) {
+			w.runs.wakeAt(run, at, now)
+		} else {
+			resolved, err := w.expire(ctx, e, at)
+			if err != nil || !resolved {
+				return err
+			}
+			return w.complete(ctx, rec)
+		}
+	}
 	final := finalDataType(rec)
 	bound := 0
 	if total > 0 {
@@ -128,7 +141,9 @@ func (w *StatusWorker) settled(ctx context.Context, run string) (bool, error) {
 //
 //  1. claim the completion in the run record (compare-and-set; a claim
 //     lapses after CompletionLease), so one replica writes the log;
-//  2. write the final run log;
+//  2. write the final run log, renewing the claim while it is written (a
+//     run log of millions of lines may take longer than the lease), and
+//     giving up at once should another replica have taken it over;
 //  3. mark the run completed with the counts, conditional on still holding
 //     the claim; only the replica whose change applies is the winner;
 //  4. the winner publishes RunCompleted.
@@ -160,13 +175,31 @@ func (w *StatusWorker) complete(ctx context.Context, rec messages.RunRecord) err
 		return nil
 	}
 	rec = ref.Record
-	done, where, err := w.writeFinalLog(ctx, rec)
+	wctx, lost := w.holdLease(ctx, run)
+	done, where, err := w.writeFinalLog(wctx, rec)
+	if cause := lost(); cause != nil {
+		w.log.Warn("completion lease lost while writing the run log; another replica completes the run",
+			zap.String("run", run), zap.Error(cause))
+		return nil
+	}
 	if err != nil {
 		w.met.runLogError.Inc()
 		w.log.Error("run complete but its run log could not be written; retrying at the next check",
 			zap.String("run", run), zap.String("run_log", redact.String(rec.Announced.RunLog)),
 			zap.String("error", redact.String(err.Error())))
 		w.releaseClaim(ctx, run)
+		return nil
+	}
+	if done.Resolved < done.Lines {
+		// A doc became unresolved between the check and the log: a late
+		// soft failure overwrote the hard failure a stopped run's expiry
+		// recorded. The log just written is rewritten by the next check,
+		// which records that doc again, rather than one calling it
+		// unresolved.
+		w.log.Info("a doc of the run changed while its run log was written; completing at the next check",
+			zap.String("run", run), zap.Int("resolved", done.Resolved), zap.Int("total", done.Lines))
+		w.releaseClaim(ctx, run)
+		w.runs.later(run, w.cfg.MinCheckInterval)
 		return nil
 	}
 	completed := &messages.RunCompleted{
@@ -332,5 +365,71 @@ func logRecord(r jobresults.Record) runlog.Record {
 		Doc: r.DocID, DataType: r.DataType, Success: r.Success, HardFailure: r.HardFailure,
 		State: r.State, APIJobID: r.APIJobID, Payload: r.Payload, Error: r.Error, Upload: r.Upload,
 		Time: r.Time,
+	}
+}
+
+// errLeaseLost ends a run-log write whose completion claim another replica
+// took over.
+var errLeaseLost = errors.New("the completion claim is held by another replica")
+
+// holdLease renews this replica's completion claim on run every third of
+// CompletionLease until the returned context's work is done, so that no
+// other replica takes the run over while its log is being written. lost
+// ends the renewal and returns why the claim was lost (nil while it was
+// held); the context is cancelled when the claim is lost. A renewal that
+// fails (the bucket unreachable) is retried at the next tick: the claim
+// may then lapse, and a takeover only duplicates the work (the last
+// compare-and-set decides).
+func (w *StatusWorker) holdLease(ctx context.Context, run string) (context.Context, func() error) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(w.cfg.CompletionLease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-wctx.Done():
+				return
+			case <-tick.C:
+			}
+			held := false
+			_, _, err := w.cfg.Topology.Runs().Transition(wctx, run, func(r *messages.RunRecord) bool {
+				c, ok := readClaim(r)
+				if held = ok && c.By == w.holder; !held {
+					return false
+				}
+				c.Until = w.cfg.Now().Add(w.cfg.CompletionLease)
+				setClaim(r, c)
+				return true
+			})
+			switch {
+			case err != nil:
+				if wctx.Err() != nil {
+					return
+				}
+				w.met.renewals.WithLabelValues("error").Inc()
+				w.log.Warn("completion lease not renewed; trying again", zap.String("run", run), zap.Error(err))
+			case !held:
+				w.met.renewals.WithLabelValues("lost").Inc()
+				cancel(errLeaseLost)
+				return
+			default:
+				w.met.renewals.WithLabelValues("ok").Inc()
+			}
+		}
+	}()
+	return wctx, func() error {
+		close(done)
+		<-finished
+		err := context.Cause(wctx)
+		cancel(nil)
+		if errors.Is(err, errLeaseLost) {
+			return err
+		}
+		return nil
 	}
 }

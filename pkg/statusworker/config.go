@@ -12,6 +12,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/retry"
 	"github.com/oxypipe/oxypipe/pkg/topology"
 )
@@ -118,6 +119,14 @@ type Config struct {
 	// ends as soon as the consumer's ack floor passes the run's last event.
 	// Default DefaultSettleTimeout.
 	SettleTimeout time.Duration
+	// StopSettle is the least time between a run's stop and its completion
+	// from what is recorded, however early its deadline (a second Ctrl+C
+	// asks for "now"). It must exceed every submitter's RunStateTTL +
+	// KVTimeout: a submission started under a run state read just before
+	// the stop has then claimed its doc, and the claim marks the doc "may
+	// have billed" instead of plainly unsubmitted. Default
+	// messages.StopSettle.
+	StopSettle time.Duration
 	// RebuildBatch is the number of events applied per batch while
 	// rebuilding. Default DefaultRebuildBatch.
 	RebuildBatch int
@@ -192,6 +201,9 @@ func (c Config) WithDefaults() Config {
 	if c.RebuildBatch == 0 {
 		c.RebuildBatch = DefaultRebuildBatch
 	}
+	if c.StopSettle == 0 {
+		c.StopSettle = messages.StopSettle
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -226,7 +238,7 @@ func (c Config) validate() error {
 	for name, d := range map[string]time.Duration{
 		"BatchLinger": c.BatchLinger, "RecheckInterval": c.RecheckInterval,
 		"ConfirmInterval": c.ConfirmInterval, "CompletionLease": c.CompletionLease,
-		"MinCheckInterval": c.MinCheckInterval, "SettleTimeout": c.SettleTimeout,
+		"MinCheckInterval": c.MinCheckInterval, "SettleTimeout": c.SettleTimeout, "StopSettle": c.StopSettle,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s %v is negative", name, d))

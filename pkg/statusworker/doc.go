@@ -80,15 +80,34 @@
 // that an earlier event still in flight elsewhere (a payload, say) is in the
 // run log.
 //
+// A stopping run (messages.RunRecord.Stop: stopped by the user, by the
+// writer because its results cannot be written, or by the submitter after a
+// 401/403) is checked the same way until its stop's deadline
+// (RunStop.Expires: the deadline, never earlier than Config.StopSettle after
+// the stop, so that a submission started just before the stop has claimed
+// its doc). Then it ends with what is recorded, so that every stop ends: each
+// doc still in flight is recorded as a hard failure by a status event from
+// this worker — unfetched with its job id (from the ledger, or from its
+// claim when the submitter stored the id but its event never came),
+// unsubmitted and marked may-have-billed when its claim is held (a request
+// that may have reached the API), unsubmitted with the stop's reason
+// otherwise — and once those events are applied the run completes at once,
+// without waiting for its other events to settle. A doc with no record at
+// all (its payload still being fed) is waited for a few seconds more, so
+// that its line carries its payload. A claim that cannot be read is never
+// guessed at: the expiry is tried again at the next check.
+//
 // Completing is three steps on the run record: claim (a lease in the
-// record's "completing" field, so one replica writes the log), write the
-// run log, then mark the run completed with the counts — conditional on
-// still holding the claim. "completed" therefore always means the run log
+// record's "completing" field, so one replica writes the log, renewed every
+// third of the lease while the log is written), write the run log, then
+// mark the run completed with the counts — conditional on still holding the
+// claim. "completed" therefore always means the run log
 // is written. Only the replica whose last step applies publishes
 // messages.RunCompleted; if it dies before publishing, the re-check of
 // completed runs publishes it (the message id deduplicates a double). A run
 // log that cannot be written releases the claim, is logged and counted
 // (oxy_statusworker_run_log_errors_total), and is retried by the next check.
+// A replica that finds its claim taken over while it writes stops writing.
 //
 // # HTTP
 //

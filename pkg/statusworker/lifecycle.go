@@ -2,7 +2,6 @@ package statusworker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -96,24 +95,11 @@ func (w *StatusWorker) saveRunLog(ctx context.Context, rec messages.RunRecord, f
 	var where string
 	err := retry.Do(ctx, retry.Policy{
 		Initial: 200 * time.Millisecond, Max: 2 * time.Second, MaxAttempts: 4,
-		Retryable: func(err error) bool { return !permanentDestinationError(err) },
+		Retryable: func(err error) bool { return !destination.IsPermanent(err) },
 	}, func(ctx context.Context) error {
 		var err error
 		where, err = runlog.Save(ctx, rec.Announced.RunLog, rec.Announced.Run, fill, w.cfg.Destination...)
 		return err
 	})
 	return where, err
-}
-
-// permanentDestinationError reports errors that retrying does not fix.
-func permanentDestinationError(err error) bool {
-	for _, target := range []error{
-		destination.ErrLocationNotFound, destination.ErrAccessDenied, destination.ErrInvalidName,
-		destination.ErrInvalidLocation, destination.ErrUnknownScheme,
-	} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
 }

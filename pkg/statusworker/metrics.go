@@ -17,6 +17,8 @@ import (
 //	oxy_statusworker_open_runs                     runs announced, ready or stopping
 //	oxy_statusworker_runs_total{result}            completed, failed (run log location unwritable)
 //	oxy_statusworker_run_log_errors_total          run-log writes that failed (retried later)
+//	oxy_statusworker_expired_docs_total            docs still in flight when their run's stop deadline passed
+//	oxy_statusworker_lease_renewals_total{result}  completion leases renewed while a run log is written: ok, lost, error
 type metrics struct {
 	events      *prometheus.CounterVec
 	writeTime   prometheus.Histogram
@@ -26,6 +28,8 @@ type metrics struct {
 	openRuns    prometheus.Gauge
 	runs        *prometheus.CounterVec
 	runLogError prometheus.Counter
+	expiredDocs prometheus.Counter
+	renewals    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -64,6 +68,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "oxy_statusworker_run_log_errors_total",
 			Help: "Run-log writes that failed; the completion is retried by the next re-check.",
 		}),
+		expiredDocs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oxy_statusworker_expired_docs_total",
+			Help: "Docs recorded unfetched or unsubmitted because their run's stop deadline passed while they were in flight.",
+		}),
+		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oxy_statusworker_lease_renewals_total",
+			Help: "Completion leases renewed while a run log is written, by result: ok, lost (another replica took the run over), error.",
+		}, []string{"result"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -91,6 +103,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.runLogError, err = promreg.Register(reg, m.runLogError); err != nil {
+		return nil, err
+	}
+	if m.expiredDocs, err = promreg.Register(reg, m.expiredDocs); err != nil {
+		return nil, err
+	}
+	if m.renewals, err = promreg.Register(reg, m.renewals); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -53,6 +53,11 @@ type runEntry struct {
 	unsettledSince time.Time
 	// verified: the run's RunCompleted is known to be in the runs stream.
 	verified bool
+	// wakeAt is when a check is armed for (a stopping run's deadline).
+	wakeAt time.Time
+	// expirySeq is the stream sequence of the last event expire published
+	// for the run, which must be applied before it looks again.
+	expirySeq uint64
 }
 
 func newTracker(w *StatusWorker) *tracker {
@@ -232,6 +237,21 @@ func (t *tracker) touch(run string) {
 // later requests a completion check of run after d.
 func (t *tracker) later(run string, d time.Duration) {
 	time.AfterFunc(d, func() { t.touch(run) })
+}
+
+// wakeAt requests a completion check of run when the clock reads at (a
+// stopping run's deadline), once per distinct time.
+func (t *tracker) wakeAt(run string, at, now time.Time) {
+	t.mu.Lock()
+	e := t.runs[run]
+	armed := e == nil || e.wakeAt.Equal(at)
+	if !armed {
+		e.wakeAt = at
+	}
+	t.mu.Unlock()
+	if !armed {
+		t.later(run, at.Sub(now))
+	}
 }
 
 // scheduleLocked starts a reconciliation of run, or folds the request into

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/stage"
 	"github.com/oxypipe/oxypipe/pkg/topology"
@@ -84,6 +85,9 @@ type Config struct {
 	ClaimRecheck time.Duration
 	// RunStateTTL is how long a run's state (ready, stopping, …) read from
 	// the runs bucket is trusted before it is read again. Default 2s.
+	// RunStateTTL + KVTimeout must stay below messages.StopSettle: a request
+	// started under a state read before a stop must have taken its claim by
+	// the time the statusworker completes the stopped run from the claims.
 	RunStateTTL time.Duration
 	// RetryUnknownOnce sends a payload once more after an answer that left
 	// its outcome unknown: a 5xx, a timeout or dropped connection after the
@@ -182,6 +186,13 @@ func (c Config) validate() error {
 	if need := afterAdmission(c.SubmitTimeout, c.KVTimeout); need >= c.Consumer.HandlerTimeout {
 		return fmt.Errorf("submitter: SubmitTimeout %v + 3×KVTimeout %v leaves no time to pace within HandlerTimeout %v",
 			c.SubmitTimeout, c.KVTimeout, c.Consumer.HandlerTimeout)
+	}
+	// A stopped run is completed from the claims StopSettle after its stop:
+	// a request this submitter starts under a state read before the stop
+	// must have claimed its doc by then.
+	if c.RunStateTTL+c.KVTimeout >= messages.StopSettle {
+		return fmt.Errorf("submitter: RunStateTTL %v + KVTimeout %v must stay below %v: a stopped run is completed that long after its stop, and a request this submitter starts under an older state must have claimed its doc by then",
+			c.RunStateTTL, c.KVTimeout, messages.StopSettle)
 	}
 	// A claim younger than a live handler call may still be worked on; one
 	// declared stale too early would turn a submission in progress into an

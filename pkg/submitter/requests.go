@@ -300,9 +300,12 @@ func (s *Submitter) admit(ctx context.Context, items []*item) (wsa.Ticket, []*it
 }
 
 // mayStart settles the items and returns false when their run was stopped
-// by this process (an earlier 401/403) or the worker is draining. The items
-// hold no claim yet; a claim an earlier delivery left (a job, an unknown
-// outcome) decides how a payload of a stopped run ends (see runStopped).
+// (by this process after a 401/403, or in the runs bucket by anyone, as
+// read at most RunStateTTL ago), or the worker is draining. The items hold
+// no claim yet; a claim an earlier delivery left (a job, an unknown outcome)
+// decides how a payload of a stopped run ends (see runStopped). It is asked
+// again after the wait for the rate budget, which can be long: a stop during
+// the wait must keep the request from being sent.
 func (s *Submitter) mayStart(ctx context.Context, items []*item) bool {
 	if st, _ := s.worker.State(); st == stage.StateDraining || st == stage.StateStopped {
 		for _, it := range items {
@@ -310,8 +313,14 @@ func (s *Submitter) mayStart(ctx context.Context, items []*item) bool {
 		}
 		return false
 	}
-	run, stopped := s.runs.stopped(items[0].env.Run)
-	if !stopped {
+	run, err := s.runs.view(ctx, items[0].env.Run)
+	if err != nil {
+		for _, it := range items {
+			it.res = s.retry(ctx, it, 0, "could not read the run's state: "+err.Error(), nil, err)
+		}
+		return false
+	}
+	if !run.stopped() {
 		return true
 	}
 	forEach(len(items), s.cfg.Concurrency, func(i int) { s.runStopped(ctx, items[i], run) })

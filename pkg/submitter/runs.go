@@ -14,30 +14,27 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/topology"
 )
 
-// runView is what the submitter needs to know about a run.
+// runView is what the submitter needs to know about a run: its record as
+// last read (the zero record when the run has none).
 type runView struct {
-	state  messages.RunState
-	reason string
-	found  bool
+	rec messages.RunRecord
 }
 
-// stopped reports whether the run's payloads must no longer be submitted.
+// stopped reports whether the run's payloads must no longer be submitted:
+// it was stopped (by the user or a stage), it failed, or it already ended
+// (a payload delivered after its run completed would bill with no run log
+// to record it).
 func (v runView) stopped() bool {
-	return v.state == messages.RunStateStopping || v.state == messages.RunStateFailed
+	switch v.rec.State {
+	case messages.RunStateStopping, messages.RunStateFailed, messages.RunStateCompleted:
+		return true
+	}
+	return false
 }
 
-// why is the error of a payload that was not submitted because the run
-// stopped or failed.
-func (v runView) why() string {
-	msg := "the run was stopped before this payload was submitted"
-	if v.state == messages.RunStateFailed {
-		msg = "the run failed before this payload was submitted"
-	}
-	if v.reason != "" {
-		msg += " (" + v.reason + ")"
-	}
-	return msg
-}
+// why is the error of a payload that was not submitted because its run
+// stopped, failed or ended.
+func (v runView) why() string { return v.rec.NotSubmitted() }
 
 type cachedRun struct {
 	view runView
@@ -45,8 +42,13 @@ type cachedRun struct {
 }
 
 // runStates reads run records from the runs bucket, trusting each for a
-// short time so that a batch of payloads costs one read per run, and keeps
-// the runs this process stopped for good.
+// short time (ttl) so that a batch of payloads costs one read per run, and
+// keeps the runs this process stopped for good.
+//
+// The ttl is part of the stop protocol: after a stop, this process may
+// still start a request under a state read up to ttl earlier, and the
+// statusworker waits messages.StopSettle (more than ttl plus one claim)
+// before it completes a stopped run from the claims it finds.
 type runStates struct {
 	runs      *topology.Runs
 	ttl       time.Duration
@@ -55,26 +57,26 @@ type runStates struct {
 
 	mu      sync.Mutex
 	cache   map[string]cachedRun
-	stops   map[string]string // runs this process stopped, with the reason
-	missing map[string]bool   // runs without a record, warned about once
+	stops   map[string]runView // runs this process stopped
+	missing map[string]bool    // runs without a record, warned about once
 }
 
 func newRunStates(runs *topology.Runs, ttl, kvTimeout time.Duration, log *zap.Logger) *runStates {
 	return &runStates{
 		runs: runs, ttl: ttl, kvTimeout: kvTimeout, log: log,
-		cache: map[string]cachedRun{}, stops: map[string]string{}, missing: map[string]bool{},
+		cache: map[string]cachedRun{}, stops: map[string]runView{}, missing: map[string]bool{},
 	}
 }
 
-// view returns the run's state. A run without a record is submitted as
-// usual (a publisher that did not announce it still wants its payloads
-// done), with one warning.
+// view returns the run's state, read at most ttl ago. A run without a
+// record is submitted as usual (a publisher that did not announce it still
+// wants its payloads done), with one warning.
 func (r *runStates) view(ctx context.Context, run string) (runView, error) {
 	now := time.Now()
 	r.mu.Lock()
-	if reason, ok := r.stops[run]; ok {
+	if v, ok := r.stops[run]; ok {
 		r.mu.Unlock()
-		return runView{state: messages.RunStateStopping, reason: reason, found: true}, nil
+		return v, nil
 	}
 	if c, ok := r.cache[run]; ok && now.Sub(c.at) < r.ttl {
 		r.mu.Unlock()
@@ -98,7 +100,7 @@ func (r *runStates) view(ctx context.Context, run string) (runView, error) {
 	case err != nil:
 		return runView{}, fmt.Errorf("reading the run's record: %w", err)
 	default:
-		v = runView{state: ref.Record.State, reason: ref.Record.Reason, found: true}
+		v = runView{rec: ref.Record}
 	}
 	r.mu.Lock()
 	if len(r.cache) > 1024 {
@@ -113,37 +115,29 @@ func (r *runStates) view(ctx context.Context, run string) (runView, error) {
 	return v, nil
 }
 
-// stopped returns the run's view when this process stopped it.
-func (r *runStates) stopped(run string) (runView, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	reason, ok := r.stops[run]
-	return runView{state: messages.RunStateStopping, reason: reason, found: true}, ok
-}
-
 // stop marks the run stopping, in this process at once and in the runs
 // bucket, so that every submitter records the run's remaining payloads as
-// unsubmitted without calling the API. The line is logged once per run.
+// unsubmitted without calling the API; reason is a
+// messages.StoppedSubmitting sentence. The line is logged once per run.
 func (r *runStates) stop(ctx context.Context, run, reason string) {
+	now := time.Now().UTC()
+	local := runView{rec: messages.RunRecord{
+		State: messages.RunStateStopping, Reason: reason, UpdatedAt: now,
+		Stop: &messages.RunStop{Cause: messages.StopBySubmission, At: now},
+	}}
 	r.mu.Lock()
 	if _, ok := r.stops[run]; ok {
 		r.mu.Unlock()
 		return
 	}
-	r.stops[run] = reason
+	r.stops[run] = local
 	delete(r.cache, run)
 	r.mu.Unlock()
 
 	r.log.Error(redact.String(reason), zap.String("run", run))
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.kvTimeout)
 	defer cancel()
-	_, _, err := r.runs.Transition(kctx, run, func(rec *messages.RunRecord) bool {
-		if rec.State != messages.RunStateAnnounced && rec.State != messages.RunStateReady {
-			return false // already stopping, failed or completed
-		}
-		rec.State, rec.Reason = messages.RunStateStopping, reason
-		return true
-	})
+	_, err := r.runs.Stop(kctx, run, topology.StopRequest{Cause: messages.StopBySubmission, Reason: reason})
 	if err != nil && !errors.Is(err, topology.ErrRunNotFound) {
 		r.log.Warn("could not mark the run stopping in the runs bucket; only this submitter stops",
 			zap.String("run", run), zap.Error(err))

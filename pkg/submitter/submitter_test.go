@@ -374,8 +374,9 @@ func TestA401StopsTheRun(t *testing.T) {
 			t.Errorf("event = %+v, want unsubmitted with the 401", ev)
 		}
 	}
-	if rec := e.runRecord(); rec.State != messages.RunStateStopping || rec.Reason != reason {
-		t.Fatalf("run record %s %q, want stopping with %q", rec.State, rec.Reason, reason)
+	if rec := e.runRecord(); rec.State != messages.RunStateStopping || rec.Reason != reason ||
+		rec.Stop == nil || rec.Stop.Cause != messages.StopBySubmission || !rec.Stop.Deadline.After(rec.Stop.At) {
+		t.Fatalf("run record %s %q %+v, want stopping with %q, by submission, with a deadline", rec.State, rec.Reason, rec.Stop, reason)
 	}
 	if n := e.logged(reason); n != 1 {
 		t.Fatalf("the stop was logged %d times, want once", n)
@@ -388,7 +389,7 @@ func TestA401StopsTheRun(t *testing.T) {
 	for i := 3; i < 6; i++ {
 		f := e.eventsOf(messages.DocID(i), messages.HardFailure)
 		if len(f) != 1 || f[0].State != runlog.Unsubmitted || f[0].Error == nil ||
-			f[0].Error.Message != "the run was stopped before this payload was submitted ("+reason+")" {
+			f[0].Error.Message != reason {
 			t.Errorf("doc %d: %+v", i, f)
 		}
 	}
@@ -455,23 +456,37 @@ func TestExhaustedRetriesAreUnsubmittedWithTheLastError(t *testing.T) {
 
 func TestAStoppedRunsPayloadsAreNotSubmitted(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{})
-	e.createRun(messages.RunStateStopping, "stopped by the user")
-	e.feedUniversal(0, 2)
-	e.start()
-	evs := e.settled()
+	for _, tc := range []struct {
+		name  string
+		state messages.RunState
+		want  string
+	}{
+		{"stopped by the user", messages.RunStateStopping, "the run was stopped before this payload was submitted (stopped by the user)"},
+		// A payload delivered after its run completed (a stopped run is
+		// completed at its deadline with payloads still queued) would bill
+		// with no run log left to record it.
+		{"already completed", messages.RunStateCompleted, "the run had ended before this payload was submitted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, options{})
+			e.createRun(tc.state, "stopped by the user")
+			e.feedUniversal(0, 2)
+			e.start()
+			evs := e.settled()
 
-	if len(evs) != 2 {
-		t.Fatalf("events = %+v, want 2", evs)
-	}
-	for _, ev := range evs {
-		if ev.State != runlog.Unsubmitted || ev.Error == nil || ev.Error.StatusCode != nil ||
-			ev.Error.Message != "the run was stopped before this payload was submitted (stopped by the user)" {
-			t.Errorf("event = %+v", ev)
-		}
-	}
-	if n := e.requests(emulator.EndpointSubmit) + e.requests(emulator.EndpointBatch); n != 0 || e.claim(0) != nil {
-		t.Fatalf("%d requests, claim %+v; want none", n, e.claim(0))
+			if len(evs) != 2 {
+				t.Fatalf("events = %+v, want 2", evs)
+			}
+			for _, ev := range evs {
+				if ev.State != runlog.Unsubmitted || ev.Error == nil || ev.Error.StatusCode != nil || ev.Error.Message != tc.want {
+					t.Errorf("event = %+v, want unsubmitted with %q", ev, tc.want)
+				}
+			}
+			if n := e.requests(emulator.EndpointSubmit) + e.requests(emulator.EndpointBatch); n != 0 || e.claim(0) != nil {
+				t.Fatalf("%d requests, claim %+v; want none", n, e.claim(0))
+			}
+		})
 	}
 }
 

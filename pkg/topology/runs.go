@@ -144,3 +144,64 @@ func (r *Runs) Wait(ctx context.Context, run string, until func(rec *messages.Ru
 		}
 	}
 }
+
+// StopRequest asks for a run to stop (see Runs.Stop).
+type StopRequest struct {
+	// Cause is what stops the run.
+	Cause messages.StopCause
+	// Reason becomes the record's Reason. A stage that stops a run gives a
+	// sentence starting with messages.StoppedSubmitting ("Stopped
+	// submitting, because a write to the destination failed: …"): the
+	// run's payloads not yet submitted carry it as their error.
+	Reason string
+	// Now brings the stop's deadline forward to now (a second Ctrl+C): the
+	// run is completed with what is recorded as soon as messages.StopSettle
+	// allows.
+	Now bool
+}
+
+// Stop marks a ready (or announced) run stopping, with a deadline of now +
+// the run's stop timeout (RunAnnounced.StopTimeoutOrDefault), or now with
+// req.Now. A run that is stopping already keeps its cause, reason and time;
+// req.Now still brings its deadline forward. Completed and failed runs are
+// left as they are. It returns whether the record changed.
+//
+// Every stop goes through here, whoever asks (the user, the writer, the
+// submitter), so that every stopping run carries the deadline the
+// statusworker enforces.
+func (r *Runs) Stop(ctx context.Context, run string, req StopRequest) (bool, error) {
+	applied, _, err := r.Transition(ctx, run, func(rec *messages.RunRecord) bool {
+		now := time.Now().UTC()
+		switch rec.State {
+		case messages.RunStateAnnounced, messages.RunStateReady:
+			deadline := now.Add(rec.Announced.StopTimeoutOrDefault())
+			if req.Now {
+				deadline = now
+			}
+			rec.State, rec.Reason = messages.RunStateStopping, req.Reason
+			rec.Stop = &messages.RunStop{Cause: req.Cause, At: now, Deadline: deadline}
+			return true
+		case messages.RunStateStopping:
+			if !req.Now {
+				return false
+			}
+			stop := messages.RunStop{Cause: req.Cause, At: now, Deadline: now}
+			if rec.Stop != nil {
+				stop = *rec.Stop
+			} else if !rec.UpdatedAt.IsZero() {
+				stop.At = rec.UpdatedAt // stopped by an older build
+			}
+			if !stop.Deadline.After(now) {
+				return false
+			}
+			stop.Deadline = now
+			rec.Stop = &stop
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		return false, fmt.Errorf("topology: stop run %s: %w", run, err)
+	}
+	return applied, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -528,4 +529,95 @@ func TestStateSurvivesARestartOnTheSameStoreDir(t *testing.T) {
 	if info.NumPending != 3 || info.AckFloor.Stream != 2 {
 		t.Fatalf("after the restart: pending %d, ack floor %d; want 3 and 2", info.NumPending, info.AckFloor.Stream)
 	}
+}
+
+func TestStoppingARun(t *testing.T) {
+	t.Parallel()
+	_, js := setup(t)
+	topo := ensure(t, js, topology.Config{})
+	ctx := t.Context()
+	feeder := messages.Actor{Type: "feeder", Name: "cli"}
+	announce := func(timeout time.Duration) string {
+		run, err := topo.AnnounceRun(ctx, messages.RunAnnounced{Total: 3, FinalDataType: messages.FinalDataType,
+			StartedAt: time.Now(), StopTimeout: timeout}, feeder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	get := func(run string) messages.RunRecord {
+		ref, err := topo.Runs().Get(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ref.Record
+	}
+
+	t.Run("a stop carries its cause and a deadline of the run's stop timeout", func(t *testing.T) {
+		run := announce(90 * time.Second)
+		applied, err := topo.Runs().Stop(ctx, run, topology.StopRequest{Cause: messages.StopByOutput, Reason: "Stopped submitting, because a write to the destination failed: full"})
+		if err != nil || !applied {
+			t.Fatalf("Stop = %v, %v", applied, err)
+		}
+		rec := get(run)
+		if rec.State != messages.RunStateStopping || rec.Stop == nil || rec.Stop.Cause != messages.StopByOutput ||
+			rec.Stop.Deadline.Sub(rec.Stop.At) != 90*time.Second || !strings.HasPrefix(rec.Reason, "Stopped submitting") {
+			t.Fatalf("record %s %q %+v", rec.State, rec.Reason, rec.Stop)
+		}
+		if got := rec.NotSubmitted(); got != rec.Reason {
+			t.Fatalf("NotSubmitted = %q, want the stopping stage's reason", got)
+		}
+	})
+	t.Run("a second stop keeps the first; one asking for now only brings the deadline forward", func(t *testing.T) {
+		run := announce(0)
+		if _, err := topo.Runs().Stop(ctx, run, topology.StopRequest{Cause: messages.StopByUser}); err != nil {
+			t.Fatal(err)
+		}
+		first := get(run).Stop
+		if first.Deadline.Sub(first.At) != messages.DefaultStopTimeout {
+			t.Fatalf("deadline %v after the stop, want the default %v", first.Deadline.Sub(first.At), messages.DefaultStopTimeout)
+		}
+		applied, err := topo.Runs().Stop(ctx, run, topology.StopRequest{Cause: messages.StopByOutput, Reason: "later"})
+		if err != nil || applied {
+			t.Fatalf("a second stop applied: %v, %v", applied, err)
+		}
+		applied, err = topo.Runs().Stop(ctx, run, topology.StopRequest{Cause: messages.StopByUser, Now: true})
+		if err != nil || !applied {
+			t.Fatalf("Stop now = %v, %v", applied, err)
+		}
+		rec := get(run)
+		if rec.Stop.Cause != messages.StopByUser || !rec.Stop.At.Equal(first.At) || !rec.Stop.Deadline.Before(first.Deadline) || rec.Reason != "" {
+			t.Fatalf("stop %+v reason %q, want the first stop with an earlier deadline", rec.Stop, rec.Reason)
+		}
+		// It takes effect no sooner than the settle time after the stop.
+		if got := rec.Expires(messages.StopSettle); !got.Equal(first.At.Add(messages.StopSettle)) {
+			t.Fatalf("Expires = %v, want %v", got, first.At.Add(messages.StopSettle))
+		}
+		if got := rec.NotSubmitted(); got != "the run was stopped before this payload was submitted" {
+			t.Fatalf("NotSubmitted = %q", got)
+		}
+	})
+	t.Run("a completed run is left as it is", func(t *testing.T) {
+		run := announce(0)
+		if _, _, err := topo.Runs().Transition(ctx, run, func(r *messages.RunRecord) bool {
+			r.State = messages.RunStateCompleted
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		applied, err := topo.Runs().Stop(ctx, run, topology.StopRequest{Cause: messages.StopByUser, Now: true})
+		if err != nil || applied {
+			t.Fatalf("Stop of a completed run = %v, %v", applied, err)
+		}
+		if rec := get(run); rec.State != messages.RunStateCompleted || rec.Stop != nil || !rec.Expires(messages.StopSettle).IsZero() {
+			t.Fatalf("record %s %+v", rec.State, rec.Stop)
+		}
+	})
+	t.Run("a negative stop timeout is refused at announce", func(t *testing.T) {
+		_, err := topo.AnnounceRun(ctx, messages.RunAnnounced{Total: 1, FinalDataType: messages.FinalDataType,
+			StartedAt: time.Now(), StopTimeout: -time.Second}, feeder)
+		if err == nil || !strings.Contains(err.Error(), "stop timeout -1s is negative") {
+			t.Fatalf("AnnounceRun = %v", err)
+		}
+	})
 }

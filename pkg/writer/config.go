@@ -3,6 +3,7 @@ package writer
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/stage"
@@ -10,8 +11,15 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
-// DefaultMaxRuns is how many runs' destinations a writer remembers.
-const DefaultMaxRuns = 1024
+// Defaults of Config.
+const (
+	// DefaultMaxRuns is how many runs' destinations a writer remembers.
+	DefaultMaxRuns = 1024
+	// DefaultOutputRetries and DefaultOutputRetryDelay: a failed write is
+	// tried twice more, half a second apart, before its run is stopped.
+	DefaultOutputRetries    = 2
+	DefaultOutputRetryDelay = 500 * time.Millisecond
+)
 
 // Config configures a Writer.
 type Config struct {
@@ -34,9 +42,22 @@ type Config struct {
 	// environment variables.
 	Destinations destination.Config
 
-	// MaxRuns bounds how many runs the writer remembers as probed. A run
-	// forgotten and seen again is probed again. Default DefaultMaxRuns.
+	// MaxRuns bounds how many runs the writer remembers as probed (and as
+	// stopped). A run forgotten and seen again is probed again. Default
+	// DefaultMaxRuns.
 	MaxRuns int
+
+	// OutputRetries is how many times a write the destination failed is
+	// tried again at once, OutputRetryDelay apart, before the run is
+	// stopped: a failed write stops the run's submissions (see the package
+	// documentation). A failure that no quick retry cures
+	// (destination.IsPermanent: a full disk, a denied write, a missing
+	// bucket) stops the run at the first attempt. Default
+	// DefaultOutputRetries; a negative value means none.
+	OutputRetries int
+	// OutputRetryDelay is the wait between those tries. Default
+	// DefaultOutputRetryDelay.
+	OutputRetryDelay time.Duration
 }
 
 // WithDefaults returns c with every unset field filled in.
@@ -46,6 +67,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxRuns == 0 {
 		c.MaxRuns = DefaultMaxRuns
+	}
+	if c.OutputRetries == 0 {
+		c.OutputRetries = DefaultOutputRetries
+	}
+	if c.OutputRetryDelay == 0 {
+		c.OutputRetryDelay = DefaultOutputRetryDelay
 	}
 	return c
 }
@@ -63,6 +90,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("writer: Config.Stage.Consumer is the %q consumer, want %q", c.Stage.Consumer.Stage, topology.Writer)
 	case c.MaxRuns < 1:
 		return fmt.Errorf("writer: MaxRuns %d must be positive", c.MaxRuns)
+	case c.OutputRetryDelay < 0:
+		return fmt.Errorf("writer: OutputRetryDelay %v is negative", c.OutputRetryDelay)
 	}
 	return nil
 }

@@ -256,6 +256,11 @@ type fakeS3 struct {
 	backend  *s3mem.Backend
 	lists    atomic.Int64
 	denyPuts atomic.Bool
+	// failPuts answers that many uploads (-1: every one) with a 400 the
+	// SDK does not retry and no rule calls permanent, and puts counts the
+	// uploads tried.
+	failPuts atomic.Int64
+	puts     atomic.Int64
 }
 
 const (
@@ -275,7 +280,18 @@ func startFakeS3(t testing.TB) *fakeS3 {
 		if r.Method == http.MethodGet && strings.Trim(r.URL.Path, "/") == bucket {
 			f.lists.Add(1)
 		}
-		if (r.Method == http.MethodPut || r.Method == http.MethodPost) && f.denyPuts.Load() {
+		upload := r.Method == http.MethodPut || r.Method == http.MethodPost
+		if upload {
+			f.puts.Add(1)
+		}
+		if upload && f.failPuts.Load() != 0 {
+			f.failPuts.Add(-1)
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidArgument</Code><Message>Injected failure</Message></Error>`)
+			return
+		}
+		if upload && f.denyPuts.Load() {
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusForbidden)
 			_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`)

@@ -12,6 +12,7 @@ type metrics struct {
 	finishToWrite prometheus.Histogram
 	failures      *prometheus.CounterVec
 	probes        *prometheus.CounterVec
+	runStops      *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -35,6 +36,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oxy_writer_probes_total", Help: "Destination probes by result (ok, error).",
 		}, []string{"result"}),
+		runStops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oxy_writer_run_stops_total",
+			Help: "Runs this writer found unwritable, by result: stopped (it stopped the run), already (the run was stopping or over).",
+		}, []string{"result"}),
 	}
 	if reg != nil {
 		var err error
@@ -53,11 +58,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		if m.probes, err = promreg.Register(reg, m.probes); err != nil {
 			return nil, err
 		}
+		if m.runStops, err = promreg.Register(reg, m.runStops); err != nil {
+			return nil, err
+		}
 	}
 	for _, k := range []string{kindRun, kindProbe, kindFetch, kindExpired, kindWrite} {
 		m.failures.WithLabelValues(k) // export zeros so rates work from the start
 	}
 	m.probes.WithLabelValues("ok")
 	m.probes.WithLabelValues("error")
+	m.runStops.WithLabelValues("stopped")
+	m.runStops.WithLabelValues("already")
 	return m, nil
 }

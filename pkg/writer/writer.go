@@ -20,6 +20,7 @@ type Writer struct {
 	worker  *stage.Worker
 	met     *metrics
 	targets *targets
+	stops   *stopper
 	log     *zap.Logger
 }
 
@@ -62,6 +63,16 @@ func New(cfg Config) (*Writer, error) {
 		},
 		runs:      make(map[string]*runTarget),
 		locations: make(map[string]destination.Destination),
+	}
+	w.stops = &stopper{
+		runs: cfg.Runs, max: cfg.MaxRuns, log: w.log, done: map[string]bool{},
+		stopped: func(applied bool) {
+			if applied {
+				met.runStops.WithLabelValues("stopped").Inc()
+			} else {
+				met.runStops.WithLabelValues("already").Inc()
+			}
+		},
 	}
 	w.worker, err = stage.New(cfg.Stage, stage.HandlerFunc(w.handle))
 	if err != nil {

@@ -16,6 +16,7 @@ var (
 	ErrNotFound         = errors.New("not found")
 	ErrLocationNotFound = errors.New("location does not exist")
 	ErrAccessDenied     = errors.New("access denied")
+	ErrNoSpace          = errors.New("out of space")
 	ErrUnknownScheme    = errors.New("unknown scheme")
 	ErrInvalidLocation  = errors.New("invalid location")
 )
