@@ -195,10 +195,8 @@ func checkStoppedRun(t *testing.T, c *oxy.Client, r stoppedRun, want string, has
 			}
 			// A submission whose outcome is unknown (in flight at the
 			// deadline, or cut short on a loaded machine) may or may not
-			// have billed, and says so. (The submitter's own unknown
-			// outcomes carry the note in their message until they carry
-			// the structured mark too.)
-			if l.Error.MayHaveBilled || strings.Contains(l.Error.Message, runlog.MayHaveBilled) {
+			// have billed, and says so with the structured mark.
+			if l.Error.MayHaveBilled {
 				continue
 			}
 			if billed != 0 {
