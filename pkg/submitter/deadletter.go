@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -20,13 +21,19 @@ import (
 //
 //   - submitted: the job exists. The doc is not a failure: its Submitted
 //     is published again and the event becomes the success at submitted.
-//   - claimed: a submitter took the doc and never recorded the API's
-//     answer: unsubmitted, outcome unknown, may have billed.
+//   - claimed, and stale (ClaimStaleAfter old): a submitter took the doc
+//     and never recorded the API's answer: unsubmitted, outcome unknown,
+//     may have billed.
+//   - claimed, not stale yet: a live submitter may still be inside its
+//     request, so the outcome is not known to be unknown. The message is
+//     kept (stage.Wait, ClaimRecheck at a time) until the claim holds a
+//     job or is stale: a delivery count must never turn a submission in
+//     progress into a hard failure.
 //   - none or released: nothing was created: unsubmitted, with the reason.
-func (s *Submitter) deadLetter(ctx context.Context, m *stage.Msg, ev *messages.StatusEvent) {
+func (s *Submitter) deadLetter(ctx context.Context, m *stage.Msg, ev *messages.StatusEvent) error {
 	k := m.Key()
 	if k.Run == "" || k.Doc == "" {
-		return // not a readable payload message: the runtime's record stands
+		return nil // not a readable payload message: the runtime's record stands
 	}
 	kctx, cancel := s.kvContext(ctx)
 	ref, err := s.claims.Get(kctx, k.Run, k.Doc)
@@ -35,17 +42,20 @@ func (s *Submitter) deadLetter(ctx context.Context, m *stage.Msg, ev *messages.S
 	case errors.Is(err, topology.ErrNoClaim):
 	case err != nil:
 		s.log.Warn("dead letter: could not read the payload's claim", zap.String("run", k.Run), zap.String("doc", k.Doc), zap.Error(err))
-		return
+		return nil
 	case ref.Claim.State == messages.ClaimSubmitted:
 		if s.successFromClaim(m, ev, ref.Claim) {
-			return
+			return nil
 		}
+	case ref.Claim.State == messages.ClaimHeld && time.Since(ref.Claim.ClaimedAt) < s.cfg.ClaimStaleAfter:
+		s.met.count(outWait)
+		return stage.Wait(min(s.untilStale(ref.Claim), s.cfg.ClaimRecheck))
 	case ref.Claim.State == messages.ClaimHeld:
 		s.met.count(outUnknown)
 		ev.State = runlog.Unsubmitted
 		ev.Error = &runlog.ErrorInfo{Message: unknownOutcomeError}
 		ev.Reason = fmt.Sprintf("%s; %s", ev.Reason, unknownOutcome(ref.Claim))
-		return
+		return nil
 	}
 	s.met.count(outUnsubmitted)
 	ev.State = runlog.Unsubmitted
@@ -53,6 +63,7 @@ func (s *Submitter) deadLetter(ctx context.Context, m *stage.Msg, ev *messages.S
 		ev.Error = &runlog.ErrorInfo{Message: ev.Reason}
 	}
 	ev.Error.Message += "; the payload was not submitted"
+	return nil
 }
 
 // successFromClaim turns the dead letter of a submitted doc into its

@@ -64,8 +64,8 @@ func (h handler) HandleBatch(ctx context.Context, batch []*stage.Msg) []error {
 }
 
 // DeadLetter implements stage.DeadLetterer; see deadletter.go.
-func (h handler) DeadLetter(ctx context.Context, m *stage.Msg, ev *messages.StatusEvent) {
-	h.s.deadLetter(ctx, m, ev)
+func (h handler) DeadLetter(ctx context.Context, m *stage.Msg, ev *messages.StatusEvent) error {
+	return h.s.deadLetter(ctx, m, ev)
 }
 
 // decode reads a payload message. Its errors are *messages.DecodeError,
@@ -245,7 +245,7 @@ func (s *Submitter) claimHeld(it *item, ref topology.ClaimRef, maySubmit bool) b
 		if age < s.cfg.ClaimStaleAfter {
 			// Another submitter may be inside its request right now.
 			s.met.count(outWait)
-			it.res = stage.Wait(max(min(s.cfg.ClaimStaleAfter-age, s.cfg.ClaimRecheck), 10*time.Millisecond))
+			it.res = stage.Wait(min(s.untilStale(c), s.cfg.ClaimRecheck))
 			return false
 		}
 		if maySubmit && c.Attempt < it.env.Attempt {
@@ -259,6 +259,12 @@ func (s *Submitter) claimHeld(it *item, ref topology.ClaimRef, maySubmit bool) b
 		it.res = s.retry(it, 0, fmt.Sprintf("the payload's claim is %q; trying again", c.State), nil, nil)
 		return false
 	}
+}
+
+// untilStale is how long the claim c has left before it is stale (at
+// least 10ms, so that a wait is never a busy loop).
+func (s *Submitter) untilStale(c messages.Claim) time.Duration {
+	return max(s.cfg.ClaimStaleAfter-time.Since(c.ClaimedAt), 10*time.Millisecond)
 }
 
 // takeOver claims a doc again for a deliberate re-drive (a higher Attempt)
