@@ -15,7 +15,7 @@ import (
 //	oxy_statusworker_write_lag_seconds             event stored in the stream → applied to the ledger
 //	oxy_statusworker_run_docs{run,data_type,count} per open run and stage: total, succeeded, soft_failed, hard_failed
 //	oxy_statusworker_open_runs                     runs announced, ready or stopping
-//	oxy_statusworker_runs_total{result}            completed, failed (run log location unwritable)
+//	oxy_statusworker_runs_total{result}            completed, failed (run log location unwritable), forgotten (retention passed)
 //	oxy_statusworker_run_log_errors_total          run-log writes that failed (retried later)
 type metrics struct {
 	events      *prometheus.CounterVec
@@ -58,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oxy_statusworker_runs_total",
-			Help: "Runs this replica finished: completed (run log written, completion announced) or failed (run log location unwritable).",
+			Help: "Runs this replica finished: completed (run log written, completion announced) or failed (run log location unwritable); and forgotten: finished runs whose state this replica removed from the broker after their retention.",
 		}, []string{"result"}),
 		runLogError: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "oxy_statusworker_run_log_errors_total",
