@@ -56,7 +56,7 @@ func start(ctx context.Context, cfg Config, dir string) (_ *env, err error) {
 			e.close()
 		}
 	}()
-	if e.srv, err = natsserver.Start(ctx, natsserver.Config{StoreDir: filepath.Join(dir, "nats")}); err != nil {
+	if e.srv, err = natsserver.Start(ctx, natsserver.Config{StoreDir: filepath.Join(dir, "nats"), SyncAlways: cfg.BrokerSync}); err != nil {
 		return nil, err
 	}
 	connect := func() (*nats.Conn, error) {
@@ -319,7 +319,7 @@ func (e *env) run(ctx context.Context, cfg Config) (*result, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	res := &result{payloads: n, noSync: cfg.NoSync, pollFirst: cfg.PollFirst, started: started, fed: fed, requests: stats.Requests,
+	res := &result{payloads: n, noSync: cfg.NoSync, brokerSync: cfg.BrokerSync, pollFirst: cfg.PollFirst, started: started, fed: fed, requests: stats.Requests,
 		loadBefore: load, loadAfter: loadAverage(), wall: ended.Sub(started), cpu: -1}
 	if cpuStarted >= 0 && cpuEnded >= 0 {
 		res.cpu = cpuEnded - cpuStarted
