@@ -269,7 +269,10 @@ func (e *env) run(ctx context.Context, cfg Config) (*result, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, err := e.js.PublishMsgAsync(m); err != nil {
+			// A broker that fsyncs every write (--broker-sync) acks more
+			// slowly: wait for room among the 4,096 pending publishes
+			// rather than fail.
+			if _, err := e.js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute)); err != nil {
 				return nil, err
 			}
 		}
