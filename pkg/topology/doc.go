@@ -85,7 +85,10 @@
 //   - MaxDeliver is a safety net against a message that crashes its worker.
 //     The poller's is high because a pending job is redelivered on purpose
 //     many times (its own limit is the pending-limit duration); the others
-//     allow a few retries on top of their own retry policies.
+//     allow a few retries on top of their own retry policies. A submitter
+//     payload waiting for a claim another submitter holds spends a delivery
+//     per look, so the submitter validates MaxDeliver × ClaimRecheck
+//     against its claim staleness limit and derives ClaimRecheck from them.
 //   - RetryBackoff is the NakWithDelay schedule for errors a handler did not
 //     classify, indexed by delivery count (the last entry repeats), with
 //     ±20% jitter.
