@@ -99,6 +99,12 @@
 //   - after a refused batch released its claims, before a payload is sent
 //     singly: as before admission; nothing was created.
 //
+// A live submitter whose claim create timed out (a slow broker) reads the
+// claim back on a fresh context; if even that fails it remembers the claim
+// it may have written, and the payload's next delivery in this process
+// takes that claim as its own and submits — no request was sent under it,
+// so it is no unknown outcome.
+//
 // So a kill leaves "outcome unknown" only the docs of the requests admitted
 // and not yet answered at that moment (the requests in flight), never
 // those still waiting for the rate budget.

@@ -177,8 +177,8 @@ func (s *Submitter) precheck(ctx context.Context, it *item) bool {
 	kctx, cancel := s.kvContext(ctx)
 	ref, err := s.claims.Get(kctx, it.env.Run, it.env.Doc)
 	cancel()
-	if err != nil || ref.Claim.State == messages.ClaimReleased {
-		return true
+	if err != nil || ref.Claim.State == messages.ClaimReleased || s.isUnconfirmed(it, ref.Claim) {
+		return true // the claim taken after admission decides (and adopts an unconfirmed one)
 	}
 	return s.claimHeld(it, *ref, true)
 }

@@ -162,3 +162,42 @@ func TestFaultSettingsRefuseAConsumerThatCannotWaitOutAClaim(t *testing.T) {
 		}
 	})
 }
+
+// A claim create whose answer was lost, and which could not be read back
+// either (a broker too slow for KVTimeout), leaves a claim by this very
+// submitter that nothing was sent under. The next delivery takes it as its
+// own and submits: before, it was waited for until stale and ended as a
+// false "outcome unknown" that nothing had billed (the docs of whole
+// batches, under the race detector).
+func TestFaultAClaimWhoseAnswerWasLostIsTakenBackNotAnUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{})
+	at := time.Now().UTC()
+	// What the lost create wrote.
+	if _, err := e.topo.Claims().Acquire(context.Background(), run, "0", 0, e.cfg.Instance, at); err != nil {
+		t.Fatal(err)
+	}
+	submitter.LoseClaimAnswer(e.sub, run, "0", at)
+	// Another submitter's claim of the same age is still waited for.
+	if _, err := e.topo.Claims().Acquire(context.Background(), run, "1", 0, e.cfg.Instance+"-other", at); err != nil {
+		t.Fatal(err)
+	}
+	e.feedUniversal(0, 2)
+	e.start()
+	testutil.Eventually(t, 10*time.Second, "doc 0 submitted", func() bool { return len(e.eventsOf("0", messages.Success)) == 1 })
+
+	ok := e.eventsOf("0", messages.Success)
+	if ok[0].DataType != messages.DataSubmitted || ok[0].APIJobID == "" {
+		t.Fatalf("doc 0: %+v, want a success at submitted with a job id", ok[0])
+	}
+	if c := e.claim(0); c == nil || c.State != messages.ClaimSubmitted || c.APIJobID != ok[0].APIJobID {
+		t.Fatalf("doc 0's claim = %+v, want it to hold job %s", c, ok[0].APIJobID)
+	}
+	if n := e.api.Emulator.Stats().CreatedByInput[url(0)]; n != 1 {
+		t.Fatalf("doc 0 billed %d times, want once", n)
+	}
+	if n := len(e.events()) - 1; n != 0 || e.api.Emulator.Stats().CreatedByInput[url(1)] != 0 {
+		t.Fatalf("doc 1, whose claim another submitter holds, has %d events and %d jobs; want it waited for",
+			n, e.api.Emulator.Stats().CreatedByInput[url(1)])
+	}
+}

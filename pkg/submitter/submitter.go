@@ -31,6 +31,9 @@ type Submitter struct {
 	// noBatch holds the sources the API refused a batch for (source → true):
 	// their payloads go singly for the rest of this process.
 	noBatch sync.Map
+	// unconfirmed holds the claims this process may have written without
+	// learning it (claim key → the ClaimedAt it wrote), see acquire.
+	unconfirmed sync.Map
 }
 
 var _ health.Checker = (*Submitter)(nil)
