@@ -46,6 +46,12 @@ func consumer(s topology.Stage, o stageOptions) topology.ConsumerSettings {
 	case topology.Submitter:
 		c.RetryBackoff = []time.Duration{20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
 		c.HandlerTimeout = 7 * time.Second
+		// A payload that waits for the rate budget longer than one handler
+		// call allows (7 s less the 6 s a request and its answer need) is
+		// given back and spends a delivery. Under the race detector, with a
+		// request held in the API, that happens often enough that the
+		// production 10 deliveries ran out; give the waits room.
+		c.MaxDeliver = 30
 	case topology.Writer:
 		c.RetryBackoff = []time.Duration{20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
 		c.HandlerTimeout = 10 * time.Second

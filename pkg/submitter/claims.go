@@ -113,10 +113,14 @@ func (s *Submitter) release(ctx context.Context, it *item, reason string) {
 			return
 		}
 	}
-	// The claim stays "claimed": a redelivery will wait for it to go stale
-	// and then record the doc as an unknown outcome rather than risk a
-	// second bill.
-	s.log.Error("could not release a claim; its payload will end as an unknown outcome",
+	// The claim stays "claimed". This process knows that the API created
+	// nothing under it, so it remembers the claim, and the payload's next
+	// delivery here takes it back as if it had been released (see
+	// acquire). Elsewhere (after a restart) the claim looks like a request
+	// in flight and ends, once stale, as an unknown outcome rather than
+	// risk a second bill.
+	s.unconfirmed.Store(messages.ClaimKey(ref.Claim.Run, ref.Claim.Doc), ref.Claim.ClaimedAt.UTC())
+	s.log.Error("could not release a claim; this process takes it back at the payload's next delivery",
 		zap.String("run", ref.Claim.Run), zap.String("doc", ref.Claim.Doc), zap.Error(err))
 }
 

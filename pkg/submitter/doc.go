@@ -100,10 +100,11 @@
 //     singly: as before admission; nothing was created.
 //
 // A live submitter whose claim create timed out (a slow broker) reads the
-// claim back on a fresh context; if even that fails it remembers the claim
-// it may have written, and the payload's next delivery in this process
-// takes that claim as its own and submits — no request was sent under it,
-// so it is no unknown outcome.
+// claim back on a fresh context; if even that fails, or if a release does
+// not land, it remembers the claim it left behind, and the payload's next
+// delivery in this process takes that claim as its own and submits — no
+// request was sent under it (or the API created nothing), so it is no
+// unknown outcome.
 //
 // So a kill leaves "outcome unknown" only the docs of the requests admitted
 // and not yet answered at that moment (the requests in flight), never
