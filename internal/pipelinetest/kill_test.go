@@ -33,7 +33,7 @@ func killMode() killSetup {
 		// AckWait 60 s, then the claim left inside a request is waited for
 		// until it is 150 s old (ClaimStaleAfter) and recorded as an
 		// unknown outcome.
-		return killSetup{real: true, rate: 200, window: time.Second, deadline: 4 * time.Minute}
+		return killSetup{real: true, rate: 200, window: time.Second, deadline: 6 * time.Minute}
 	}
 	return killSetup{rate: 20, window: rateWindow, deadline: 60 * time.Second}
 }
