@@ -28,7 +28,10 @@
 // The stages run with their production defaults (consumer settings, batch
 // sizes, the poller's schedule: first check 1 s after submission), each on
 // its own connection; the writer writes into a local folder with fsync on
-// (--nosync turns it off). The end of the run is read from the stages' own
+// (--nosync turns it off). The broker syncs its store every 2 minutes, the
+// server's default; --broker-sync makes it fsync every write before
+// acknowledging it, as `oxy run --state-dir` does, to measure what that
+// durability costs. The end of the run is read from the stages' own
 // counters; the status events, from which each doc's times come, are read
 // afterwards by an ordered consumer, so that no consumer outside the
 // pipeline takes CPU during the measured time. No statusworker runs: its

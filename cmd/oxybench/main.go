@@ -27,6 +27,10 @@ type Config struct {
 	Payloads int
 	// NoSync skips the fsync of each result file (and its folder).
 	NoSync bool
+	// BrokerSync makes the embedded broker fsync every write before it
+	// acknowledges it, as `oxy run --state-dir` does (its cost is the
+	// point of the flag); without it the broker syncs every 2 minutes.
+	BrokerSync bool
 	// PollFirst is the poller's first check after a submission, and the
 	// step of its early checks: the production default is 1 s.
 	PollFirst time.Duration
@@ -90,6 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.IntVarP(&cfg.Payloads, "payloads", "n", DefaultPayloads, "payloads to feed")
 	fs.BoolVar(&cfg.NoSync, "nosync", false, "do not fsync result files")
+	fs.BoolVar(&cfg.BrokerSync, "broker-sync", false, "fsync every broker write before acknowledging it, as oxy run --state-dir does")
 	fs.DurationVar(&cfg.PollFirst, "poll-first", DefaultPollFirst, "the poller's first check after a submission (and its step up to 10 checks)")
 	fs.StringVar(&cfg.Dir, "dir", "", "folder for the broker's state and the results (default: a temporary folder, removed afterwards)")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the pipeline run to this file")

@@ -10,12 +10,13 @@ import (
 func TestASmallRunPrintsEveryDocDoneAndTheRawRate(t *testing.T) {
 	t.Parallel()
 	var out, errs bytes.Buffer
-	code := run(t.Context(), []string{"-n", "60", "--nosync", "--poll-first", "20ms", "--dir", t.TempDir()}, &out, &errs)
+	code := run(t.Context(), []string{"-n", "60", "--nosync", "--broker-sync", "--poll-first", "20ms", "--dir", t.TempDir()}, &out, &errs)
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, errs.String())
 	}
 	for _, want := range []string{
 		"| outcomes | done 60 |",
+		"| broker store | fsync of every write before its ack (--broker-sync, as oxy run --state-dir) |",
 		"| API requests per doc: status / results | 1.000 / 1.000 |",
 		"docs/s**",
 		"| **raw JetStream rate** |",

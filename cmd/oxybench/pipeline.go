@@ -56,7 +56,7 @@ func start(ctx context.Context, cfg Config, dir string) (_ *env, err error) {
 			e.close()
 		}
 	}()
-	if e.srv, err = natsserver.Start(ctx, natsserver.Config{StoreDir: filepath.Join(dir, "nats")}); err != nil {
+	if e.srv, err = natsserver.Start(ctx, natsserver.Config{StoreDir: filepath.Join(dir, "nats"), SyncAlways: cfg.BrokerSync}); err != nil {
 		return nil, err
 	}
 	connect := func() (*nats.Conn, error) {
@@ -269,7 +269,10 @@ func (e *env) run(ctx context.Context, cfg Config) (*result, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, err := e.js.PublishMsgAsync(m); err != nil {
+			// A broker that fsyncs every write (--broker-sync) acks more
+			// slowly: wait for room among the 4,096 pending publishes
+			// rather than fail.
+			if _, err := e.js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute)); err != nil {
 				return nil, err
 			}
 		}
@@ -319,7 +322,7 @@ func (e *env) run(ctx context.Context, cfg Config) (*result, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	res := &result{payloads: n, noSync: cfg.NoSync, pollFirst: cfg.PollFirst, started: started, fed: fed, requests: stats.Requests,
+	res := &result{payloads: n, noSync: cfg.NoSync, brokerSync: cfg.BrokerSync, pollFirst: cfg.PollFirst, started: started, fed: fed, requests: stats.Requests,
 		loadBefore: load, loadAfter: loadAverage(), wall: ended.Sub(started), cpu: -1}
 	if cpuStarted >= 0 && cpuEnded >= 0 {
 		res.cpu = cpuEnded - cpuStarted

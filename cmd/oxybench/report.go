@@ -18,9 +18,11 @@ import (
 
 // result is what one benchmark run measured.
 type result struct {
-	payloads  int
-	noSync    bool
-	pollFirst time.Duration
+	payloads int
+	noSync   bool
+	// brokerSync: the broker fsynced every write (--broker-sync).
+	brokerSync bool
+	pollFirst  time.Duration
 	// started is the first publish, fed the last publish confirmed.
 	started, fed time.Time
 	// lastSubmitted, lastDone and lastWritten are when the last doc passed
@@ -105,6 +107,7 @@ func (r *result) print(w io.Writer) error {
 		{"load average (1 min) before / after the run", r.loadBefore + " / " + r.loadAfter},
 		{"payloads", strconv.Itoa(r.payloads) + " (universal, batchable), emulator job time 1 ms, no rate limit"},
 		{"destination", "local folder, " + sync},
+		{"broker store", brokerSync(r.brokerSync)},
 		{"poller schedule", fmt.Sprintf("first check %v after submission", r.pollFirst)},
 		{"stage concurrency (in flight: submitter / poller / writer)", r.limits},
 		{"outcomes", strings.Join(states, ", ")},
@@ -208,4 +211,12 @@ func loadAverage() string {
 		return f[0]
 	}
 	return "?"
+}
+
+// brokerSync describes how the broker's store reaches the disk.
+func brokerSync(always bool) string {
+	if always {
+		return "fsync of every write before its ack (--broker-sync, as oxy run --state-dir)"
+	}
+	return "fsync every 2 minutes (the server's default)"
 }

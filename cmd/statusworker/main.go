@@ -58,6 +58,7 @@ type settings struct {
 	database   string
 	collection string
 	ttl        time.Duration
+	retention  time.Duration
 	recheck    time.Duration
 	batchSize  int
 	envErr     error // an unparsable environment default
@@ -110,7 +111,9 @@ func (s *settings) register(fs *pflag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&s.collection, "mongodb-collection", or("OXY_MONGODB_COLLECTION", jobresults.DefaultCollection),
 		"MongoDB collection of the ledger (env OXY_MONGODB_COLLECTION)")
 	fs.DurationVar(&s.ttl, "ledger-ttl", dur("OXY_LEDGER_TTL", 0),
-		"keep MongoDB ledger records this long after their last write, in whole seconds, e.g. 720h (env OXY_LEDGER_TTL; 0 leaves existing TTL indexes as they are)")
+		"keep a run's MongoDB ledger records this long after the run finished, in whole seconds, e.g. 720h; an open run's are never removed (env OXY_LEDGER_TTL; 0 leaves existing TTL indexes as they are)")
+	fs.DurationVar(&s.retention, "run-retention", dur("OXY_RUN_RETENTION", statusworker.DefaultRunRetention),
+		"keep a finished run's record, claims and status events on the broker this long after it finished; an open run's are never removed (env OXY_RUN_RETENTION)")
 	fs.DurationVar(&s.recheck, "recheck-interval", dur("OXY_RECHECK_INTERVAL", statusworker.DefaultRecheckInterval),
 		"how often every open run is re-checked for completion (env OXY_RECHECK_INTERVAL)")
 	fs.IntVar(&s.batchSize, "batch-size", batch, "status events written to the ledger per batch (env OXY_STATUS_BATCH_SIZE)")
@@ -126,6 +129,8 @@ func (s *settings) check() error {
 		return worker.Usagef("--mongodb-database must not be empty")
 	case s.ttl < 0 || s.ttl%time.Second != 0:
 		return worker.Usagef("--ledger-ttl must be a positive whole number of seconds (or 0), got %v", s.ttl)
+	case s.retention <= 0:
+		return worker.Usagef("--run-retention must be positive, got %v", s.retention)
 	case s.recheck <= 0:
 		return worker.Usagef("--recheck-interval must be positive, got %v", s.recheck)
 	case s.batchSize < 1:
@@ -158,7 +163,7 @@ func setup(ctx context.Context, env *worker.Env, s settings, mongoURI string) (w
 	sw, err := statusworker.New(statusworker.Config{
 		Conn: env.Conn, Topology: env.Topology, Ledger: ledger, Rebuild: mongoURI == "",
 		Instance: env.Instance, Logger: env.Log, Registerer: env.Registry,
-		RecheckInterval: s.recheck, BatchSize: s.batchSize,
+		RecheckInterval: s.recheck, BatchSize: s.batchSize, RunRetention: s.retention,
 	})
 	if err != nil {
 		disconnect()

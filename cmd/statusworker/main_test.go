@@ -19,7 +19,7 @@ func TestHelpDocumentsEverySetting(t *testing.T) {
 		t.Fatalf("exit %d, want 0", code)
 	}
 	for _, want := range []string{"MONGODB_URI", "--mongodb-database", "OXY_MONGODB_DATABASE", `"ledgerdb"`, "--ledger-ttl",
-		"--recheck-interval", "--batch-size", "exactly one replica", "GET /runs", "--nats-url", "OXY_HTTP_ADDR"} {
+		"after the run finished", "--run-retention", "OXY_RUN_RETENTION", "--recheck-interval", "--batch-size", "exactly one replica", "GET /runs", "--nats-url", "OXY_HTTP_ADDR"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help does not mention %s:\n%s", want, out.String())
 		}
@@ -39,6 +39,7 @@ func TestBadSettingsExitTwoBeforeConnecting(t *testing.T) {
 		{"an unparsable duration in the environment", nil, map[string]string{"OXY_RECHECK_INTERVAL": "soon"}, `OXY_RECHECK_INTERVAL="soon" is not a duration`},
 		{"a TTL that is not whole seconds", []string{"--ledger-ttl", "1500ms"}, nil, "--ledger-ttl must be a positive whole number of seconds"},
 		{"a batch size of zero", []string{"--batch-size", "0"}, nil, "--batch-size must be at least 1"},
+		{"a run retention of zero", []string{"--run-retention", "0s"}, nil, "--run-retention must be positive"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

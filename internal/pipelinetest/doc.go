@@ -36,7 +36,7 @@
 // (pkg/worker) and stage packages in a separate process, with test-sized
 // timings (AckWait 2 s, ClaimStaleAfter 8 s). Set
 // OXY_PIPELINETEST_REAL_BINARIES=1 to run them against the built binaries
-// instead; they then take about two minutes. The SIGTERM tests always use
+// instead; they then take about five minutes. The SIGTERM tests always use
 // the built binaries. OXY_PIPELINETEST_LOGS=<folder> keeps the logs of
 // every worker process there, one file each.
 package pipelinetest

@@ -30,9 +30,10 @@ type killSetup struct {
 // killMode returns the setup the environment asks for.
 func killMode() killSetup {
 	if os.Getenv(realBinariesEnv) != "" {
-		// AckWait 60 s, then ten deliveries 5 s apart before a claim left
-		// inside a request is dead-lettered as an unknown outcome.
-		return killSetup{real: true, rate: 200, window: time.Second, deadline: 4 * time.Minute}
+		// AckWait 60 s, then the claim left inside a request is waited for
+		// until it is 150 s old (ClaimStaleAfter) and recorded as an
+		// unknown outcome.
+		return killSetup{real: true, rate: 200, window: time.Second, deadline: 6 * time.Minute}
 	}
 	return killSetup{rate: 20, window: rateWindow, deadline: 60 * time.Second}
 }

@@ -114,7 +114,7 @@ func workerSpec(s topology.Stage) worker.Spec {
 		},
 		Setup: func(ctx context.Context, env *worker.Env) (worker.Service, error) {
 			rate, _ := strconv.Atoi(os.Getenv("OXY_RATE_LIMIT"))
-			o := stageOptions{rateLimit: rate, ackWait: processAckWait}
+			o := stageOptions{rateLimit: rate, ackWait: processAckWait, claimStaleAfter: processClaimStaleAfter}
 			if _, err := env.Topology.EnsureConsumer(ctx, consumer(s, o)); err != nil {
 				return nil, err
 			}

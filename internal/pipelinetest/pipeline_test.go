@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 )
 
@@ -55,8 +56,15 @@ func TestTwoThousandPayloadsEachReachExactlyOneTrueOutcome(t *testing.T) {
 	stats := b.api.emu.Stats()
 	t.Logf("emulator: %d jobs, %d rate-limited 429s, %d injected failures, requests %v",
 		stats.JobsCreated, stats.RateLimited, stats.FaultsInjected, stats.Requests)
-	if stats.FaultsInjected == 0 || stats.RateLimited == 0 {
-		t.Errorf("the run saw %d injected failures and %d rate-limit 429s; the test means to have both", stats.FaultsInjected, stats.RateLimited)
+	switch {
+	case stats.FaultsInjected == 0:
+		t.Errorf("the run saw no injected failure; the test means to have them")
+	case stats.RateLimited == 0 && testutil.RaceEnabled:
+		// Under the race detector the stages run about ten times slower,
+		// far below the 750 jobs/s of the emulator's limit.
+		t.Logf("no rate-limit 429s: under the race detector the run is too slow to reach the rate limit")
+	case stats.RateLimited == 0:
+		t.Errorf("the run saw no rate-limit 429s; the test means to have them")
 	}
 	if bad := b.events.undecodable(); len(bad) > 0 {
 		t.Errorf("%d status events do not decode: %s", len(bad), firstFew(bad, 3))

@@ -24,13 +24,18 @@ import (
 // Test-sized timings shared by the in-process stages and the child worker
 // processes. In the processes a killed worker's messages come back after
 // processAckWait, and a claim left inside a request is "outcome unknown"
-// after claimStaleAfter. In-process nothing is killed, and a longer AckWait
-// keeps a heartbeat made late by a loaded machine from redelivering.
+// after processClaimStaleAfter. In-process nothing is killed: a longer
+// AckWait keeps a heartbeat made late by a loaded machine from
+// redelivering, and a longer staleness limit keeps a submission that a
+// loaded machine (the race detector, other builds) slowed past 8 s from
+// being taken for one that died: a claim is stale only once no live
+// submitter can still hold it, which in production is 150 s.
 const (
-	processAckWait   = 2 * time.Second
-	inProcessAckWait = 10 * time.Second
-	claimStaleAfter  = 8 * time.Second
-	drainTimeout     = 5 * time.Second
+	processAckWait           = 2 * time.Second
+	inProcessAckWait         = 10 * time.Second
+	processClaimStaleAfter   = 8 * time.Second
+	inProcessClaimStaleAfter = 30 * time.Second
+	drainTimeout             = 5 * time.Second
 	// rateWindow is the emulator's rate-limit window and the pacer's.
 	rateWindow = 100 * time.Millisecond
 )
@@ -46,6 +51,12 @@ func consumer(s topology.Stage, o stageOptions) topology.ConsumerSettings {
 	case topology.Submitter:
 		c.RetryBackoff = []time.Duration{20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
 		c.HandlerTimeout = 7 * time.Second
+		// A payload that waits for the rate budget longer than one handler
+		// call allows (7 s less the 6 s a request and its answer need) is
+		// given back and spends a delivery. Under the race detector, with a
+		// request held in the API, that happens often enough that the
+		// production 10 deliveries ran out; give the waits room.
+		c.MaxDeliver = 30
 	case topology.Writer:
 		c.RetryBackoff = []time.Duration{20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
 		c.HandlerTimeout = 10 * time.Second
@@ -70,6 +81,9 @@ type stageOptions struct {
 	// ackWait is the consumers' AckWait: processAckWait or
 	// inProcessAckWait.
 	ackWait time.Duration
+	// claimStaleAfter is the submitter's ClaimStaleAfter:
+	// processClaimStaleAfter or inProcessClaimStaleAfter.
+	claimStaleAfter time.Duration
 }
 
 // newSubmitter returns a submitter with test timings.
@@ -82,8 +96,8 @@ func newSubmitter(nc *nats.Conn, topo *topology.Topology, api *wsa.Client, insta
 	return submitter.New(submitter.Config{
 		Conn: nc, Topology: topo, Client: api, Consumer: rt.Consumer, Runtime: rt,
 		Pacer:         wsa.PacerConfig{Limit: limit, RenderLimit: limit, Window: rateWindow, MaxBackoff: 400 * time.Millisecond},
-		SubmitTimeout: 3 * time.Second, KVTimeout: time.Second, ClaimStaleAfter: claimStaleAfter,
-		ClaimRecheck: time.Second, RunStateTTL: 500 * time.Millisecond, RateLimitedRetry: 50 * time.Millisecond,
+		SubmitTimeout: 3 * time.Second, KVTimeout: time.Second, ClaimStaleAfter: o.claimStaleAfter,
+		RunStateTTL: 500 * time.Millisecond, RateLimitedRetry: 50 * time.Millisecond,
 		Instance: instance, Logger: log,
 	})
 }
@@ -140,7 +154,7 @@ func inProcess(t *testing.T, cfg emulator.Config, n int, o stageOptions) *broker
 	api := startAPI(t, cfg, nil)
 	b := newBroker(t, nc, api, n)
 	log := zap.NewNop()
-	o.ackWait = inProcessAckWait
+	o.ackWait, o.claimStaleAfter = inProcessAckWait, inProcessClaimStaleAfter
 	sub, err := newSubmitter(nc, b.topo, b.client, "submitter-0", log, o)
 	if err != nil {
 		t.Fatal(err)

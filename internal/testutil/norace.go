@@ -2,5 +2,5 @@
 
 package testutil
 
-// Race reports that the tests run under the race detector (see race.go).
-const Race = false
+// RaceEnabled: see race.go.
+const RaceEnabled = false

@@ -3,6 +3,7 @@ package jobresults
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -267,6 +268,25 @@ func (s *MemoryStore) GetStageCounts(ctx context.Context, jobID string) ([]Stage
 	return out, nil
 }
 
+// FinishJob implements Finisher. The memory store removes nothing by age
+// (its records live as long as the process, and a one-process run rebuilds
+// them from the status stream); it keeps the stamp so that it reads back
+// exactly as from MongoDB.
+func (s *MemoryStore) FinishJob(ctx context.Context, jobID string, at time.Time) error {
+	if err := finishArgs(ctx, jobID, at); err != nil {
+		return err
+	}
+	ms := at.UnixMilli()
+	s.eachStripe(jobID, func(st *memStripe) {
+		for _, d := range st.docs {
+			for _, r := range d.recs {
+				r.finish(ms)
+			}
+		}
+	})
+	return nil
+}
+
 // GetDocStatus implements Store.
 func (s *MemoryStore) GetDocStatus(ctx context.Context, jobID, docID string) ([]Record, error) {
 	if err := readArgs(ctx, jobID, "", false); err != nil {
@@ -413,6 +433,17 @@ func compareDocs(a, b *memDoc) int {
 }
 
 // readArgs checks the context and the arguments of a read.
+// finishArgs checks the arguments of FinishJob.
+func finishArgs(ctx context.Context, jobID string, at time.Time) error {
+	if err := readArgs(ctx, jobID, "", false); err != nil {
+		return err
+	}
+	if at.IsZero() {
+		return fmt.Errorf("%w: FinishJob needs the time the job finished", ErrInvalidInput)
+	}
+	return nil
+}
+
 func readArgs(ctx context.Context, jobID, dataType string, dataTypeRequired bool) error {
 	if err := ctx.Err(); err != nil {
 		return err

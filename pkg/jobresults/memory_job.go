@@ -113,6 +113,9 @@ type memRecordExt struct {
 	apiJobID string
 	payload  json.RawMessage
 	upload   *runlog.Upload
+	// finishedMS is the job's finish stamp (FinishJob) in Unix
+	// milliseconds; 0 while the job is open.
+	finishedMS int64
 }
 
 // sharedPayload returns a copy of payload, or the copy another record of the
@@ -190,8 +193,21 @@ func (r *memRecord) toRecord(jobID string) Record {
 			u := *x.upload
 			rec.Upload = &u
 		}
+		if x.finishedMS != 0 {
+			rec.FinishedAt = time.UnixMilli(x.finishedMS).UTC()
+		}
 	}
 	return rec
+}
+
+// finish stamps r with the job's finish time unless it has one.
+func (r *memRecord) finish(ms int64) {
+	if r.ext == nil {
+		r.ext = &memRecordExt{}
+	}
+	if r.ext.finishedMS == 0 {
+		r.ext.finishedMS = ms
+	}
 }
 
 func cloneErrorInfo(e *runlog.ErrorInfo) *runlog.ErrorInfo {

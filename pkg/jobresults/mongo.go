@@ -48,10 +48,12 @@ func (s *MongoStore) Name() string { return s.cfg.Name }
 
 // Setup creates the indexes (unique key, progress, failures, hard-failed
 // documents, document order, and scope when scoping is on) and applies the
-// TTL rule: a positive TTL keeps an identical TTL index, changes the expiry
-// of a TTL index in place, or replaces another index on the time field; a
-// zero TTL leaves indexes on the time field alone. Setup is idempotent and
-// may run concurrently in several processes.
+// TTL rule to the index on finished_at (the job's end, see Finisher): a
+// positive TTL keeps an identical TTL index, changes the expiry of a TTL
+// index in place, or replaces another index on that field, and drops a TTL
+// index on the record time (which earlier versions made, and which removes
+// the records of open jobs); a zero TTL leaves every index alone. Setup is
+// idempotent and may run concurrently in several processes.
 func (s *MongoStore) Setup(ctx context.Context) error {
 	if _, err := s.coll.Indexes().CreateMany(ctx, indexModels(indexSpecs(s.cfg.Scoping))); err != nil {
 		return fail("Setup", err)
@@ -354,6 +356,19 @@ func (s *MongoStore) ForEachRecord(ctx context.Context, jobID string, fn func(Re
 		return fe.err
 	}
 	return fail("ForEachRecord", err)
+}
+
+// FinishJob implements Finisher with one update of the job's unstamped
+// records, served by the indexes that lead with job_id. With a TTL, the
+// server removes each stamped record TTL after its stamp (its TTL monitor
+// runs about once a minute).
+func (s *MongoStore) FinishJob(ctx context.Context, jobID string, at time.Time) error {
+	if err := finishArgs(ctx, jobID, at); err != nil {
+		return err
+	}
+	filter, update := finishOp(jobID, at)
+	_, err := s.coll.UpdateMany(ctx, filter, update)
+	return fail("FinishJob", err)
 }
 
 // GetUniqueErrors implements Store.

@@ -1,6 +1,8 @@
 package jobresults
 
 import (
+	"time"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -29,6 +31,7 @@ const (
 	fieldPayload      = "payload"
 	fieldError        = "error"
 	fieldUpload       = "upload"
+	fieldFinishedAt   = "finished_at"
 )
 
 // This file builds every filter, update, pipeline and index the Mongo store
@@ -251,6 +254,14 @@ func docStatusFilter(jobID, docID string) bson.D {
 
 // jobFilter selects every record of a job.
 func jobFilter(jobID string) bson.D { return bson.D{e(fieldJobID, jobID)} }
+
+// finishOp stamps the records of a job that have no finish time yet (a
+// stamp is never moved); the TTL index on finished_at counts from it.
+func finishOp(jobID string, at time.Time) (filter, update bson.D) {
+	filter = bson.D{e(fieldJobID, jobID), e(fieldFinishedAt, bson.D{e("$exists", false)})}
+	update = bson.D{e("$set", bson.D{e(fieldFinishedAt, at.UTC().Truncate(time.Millisecond))})}
+	return filter, update
+}
 
 // indexSpec is one index the store creates in Setup.
 type indexSpec struct {

@@ -56,7 +56,7 @@ func TestMongoStore(t *testing.T) {
 		})
 	})
 
-	t.Run("TTL index is created, changed, replaced or left alone", func(t *testing.T) {
+	t.Run("TTL index on the finish stamp is created, changed, replaced or left alone", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		coll := "ttl_" + randomHex(t)
@@ -68,41 +68,49 @@ func TestMongoStore(t *testing.T) {
 			}
 		}
 		indexes := db.Collection(coll).Indexes()
-		check := func(what, want string) {
+		check := func(what, field, want string) {
 			t.Helper()
-			if got := timeIndexes(t, indexes); got != want {
-				t.Fatalf("%s: indexes on time = %q, want %q", what, got, want)
+			if got := indexesOn(t, indexes, field); got != want {
+				t.Fatalf("%s: indexes on %s = %q, want %q", what, field, got, want)
 			}
 		}
-		setup(0)
-		check("no TTL configured", "")
-		setup(time.Hour)
-		check("TTL of an hour", "time_1:3600")
-		setup(0) // the origin's 0.6.0 fix: an unset TTL never drops the index
-		check("TTL unset again", "time_1:3600")
-		setup(time.Hour)
-		check("same TTL", "time_1:3600")
-		setup(2 * time.Hour)
-		check("TTL changed", "time_1:7200")
-
-		if err := indexes.DropOne(ctx, "time_1"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := indexes.CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "time", Value: 1}}, Options: options.Index().SetName("plain")}); err != nil {
-			t.Fatal(err)
-		}
-		setup(time.Hour)
-		check("plain index replaced", "time_1:3600")
-
-		if err := indexes.DropOne(ctx, "time_1"); err != nil {
-			t.Fatal(err)
-		}
+		// An earlier version's TTL on the record time, which expired the
+		// records of open runs.
 		if _, err := indexes.CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "time", Value: 1}},
+			Options: options.Index().SetName("time_1").SetExpireAfterSeconds(3600)}); err != nil {
+			t.Fatal(err)
+		}
+		setup(0)
+		check("no TTL configured", "finished_at", "")
+		check("no TTL configured", "time", "time_1:3600")
+		setup(time.Hour)
+		check("TTL of an hour", "finished_at", "finished_at_1:3600")
+		check("the record-time TTL is dropped", "time", "")
+		setup(0) // the origin's 0.6.0 fix: an unset TTL never drops the index
+		check("TTL unset again", "finished_at", "finished_at_1:3600")
+		setup(time.Hour)
+		check("same TTL", "finished_at", "finished_at_1:3600")
+		setup(2 * time.Hour)
+		check("TTL changed", "finished_at", "finished_at_1:7200")
+
+		if err := indexes.DropOne(ctx, "finished_at_1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := indexes.CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "finished_at", Value: 1}}, Options: options.Index().SetName("plain")}); err != nil {
+			t.Fatal(err)
+		}
+		setup(time.Hour)
+		check("plain index replaced", "finished_at", "finished_at_1:3600")
+
+		if err := indexes.DropOne(ctx, "finished_at_1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := indexes.CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "finished_at", Value: 1}},
 			Options: options.Index().SetName("retention").SetExpireAfterSeconds(3600)}); err != nil {
 			t.Fatal(err)
 		}
 		setup(time.Hour)
-		check("same TTL under another name", "retention:3600")
+		check("same TTL under another name", "finished_at", "retention:3600")
 	})
 
 	t.Run("documents hold a BSON date, the numeric position, the scope and the version", func(t *testing.T) {
@@ -227,7 +235,7 @@ func randomHex(t *testing.T) string {
 }
 
 // timeIndexes renders the indexes keyed on {time: 1} as "name:expireAfterSeconds".
-func timeIndexes(t *testing.T, iv mongo.IndexView) string {
+func indexesOn(t *testing.T, iv mongo.IndexView, field string) string {
 	t.Helper()
 	specs, err := iv.ListSpecifications(context.Background())
 	if err != nil {
@@ -236,7 +244,7 @@ func timeIndexes(t *testing.T, iv mongo.IndexView) string {
 	var out []string
 	for _, s := range specs {
 		els, err := s.KeysDocument.Elements()
-		if err != nil || len(els) != 1 || els[0].Key() != "time" {
+		if err != nil || len(els) != 1 || els[0].Key() != field {
 			continue
 		}
 		if n, ok := els[0].Value().AsInt64OK(); !ok || n != 1 {

@@ -27,6 +27,7 @@ type mongoRecord struct {
 	Payload      string           `bson:"payload"`
 	Error        *mongoErrorInfo  `bson:"error"`
 	Upload       *mongoUploadInfo `bson:"upload"`
+	FinishedAt   time.Time        `bson:"finished_at"`
 }
 
 type mongoErrorInfo struct {
@@ -72,6 +73,9 @@ func (m *mongoRecord) toRecord() Record {
 	}
 	if m.Upload != nil {
 		r.Upload = &runlog.Upload{Code: int(m.Upload.Code), Message: m.Upload.Message}
+	}
+	if !m.FinishedAt.IsZero() {
+		r.FinishedAt = m.FinishedAt.UTC()
 	}
 	return r
 }

@@ -9,29 +9,29 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// ttlIndexName is the name of a TTL index the store creates: the server's
-// default for a {time: 1} index.
-const ttlIndexName = fieldTime + "_1"
+// ttlIndexName is the name of the TTL index the store creates: the
+// server's default for a {finished_at: 1} index.
+const ttlIndexName = fieldFinishedAt + "_1"
 
 // codeIndexNotFound is the server's IndexNotFound error code.
 const codeIndexNotFound = 27
 
-// ttlAction is what Setup does about the TTL index on the record time.
+// ttlAction is what Setup does about the TTL index on the finish stamp.
 type ttlAction int
 
 const (
-	// ttlKeep: an index on {time: 1} whose only option is the wanted
-	// expireAfterSeconds exists (whatever its name): leave it.
+	// ttlKeep: an index on {finished_at: 1} whose only option is the
+	// wanted expireAfterSeconds exists (whatever its name): leave it.
 	ttlKeep ttlAction = iota
-	// ttlCreate: no index on {time: 1}: create time_1.
+	// ttlCreate: no index on {finished_at: 1}: create finished_at_1.
 	ttlCreate
-	// ttlCollMod: a TTL index on {time: 1} with another expiry and no other
+	// ttlCollMod: a TTL index on {finished_at: 1} with another expiry and no other
 	// option: change its expiry in place (collMod), which needs no rebuild
 	// and leaves no moment without the index.
 	ttlCollMod
-	// ttlReplace: an index on {time: 1} with other options (not a TTL index,
-	// partial, sparse...): drop it (ignoring IndexNotFound, another replica
-	// may have dropped it first) and create time_1.
+	// ttlReplace: an index on {finished_at: 1} with other options (not a
+	// TTL index, partial, sparse...): drop it (ignoring IndexNotFound,
+	// another replica may have dropped it first) and create finished_at_1.
 	ttlReplace
 )
 
@@ -50,7 +50,7 @@ type ttlPlan struct {
 func planTTL(existing []bson.Raw, seconds int64) ttlPlan {
 	var found *ttlPlan
 	for _, spec := range existing {
-		if !isTimeKey(spec) {
+		if !isKeyOn(spec, fieldFinishedAt) {
 			continue
 		}
 		name, _ := spec.Lookup("name").StringValueOK()
@@ -84,18 +84,36 @@ func planTTL(existing []bson.Raw, seconds int64) ttlPlan {
 	return ttlPlan{Action: ttlCreate}
 }
 
-// isTimeKey reports whether an index spec's key is exactly {time: 1}.
-func isTimeKey(spec bson.Raw) bool {
+// isKeyOn reports whether an index spec's key is exactly {field: 1}.
+func isKeyOn(spec bson.Raw, field string) bool {
 	key, ok := spec.Lookup("key").DocumentOK()
 	if !ok {
 		return false
 	}
 	els, err := key.Elements()
-	if err != nil || len(els) != 1 || els[0].Key() != fieldTime {
+	if err != nil || len(els) != 1 || els[0].Key() != field {
 		return false
 	}
 	n, ok := numberValue(els[0].Value())
 	return ok && n == 1
+}
+
+// recordTimeTTL returns the names of the TTL indexes on {time: 1}: earlier
+// versions expired records that long after their last write, which removes
+// the records of a job still open. Setup drops them when it creates the
+// TTL index on the finish stamp.
+func recordTimeTTL(existing []bson.Raw) []string {
+	var names []string
+	for _, spec := range existing {
+		if !isKeyOn(spec, fieldTime) {
+			continue
+		}
+		if _, ok := numberValue(spec.Lookup("expireAfterSeconds")); ok {
+			name, _ := spec.Lookup("name").StringValueOK()
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // numberValue returns a BSON number as a float64.
@@ -122,7 +140,7 @@ func collModCommand(collection, index string, seconds int64) bson.D {
 // ttlIndexModel is the TTL index the store creates.
 func ttlIndexModel(seconds int64) mongo.IndexModel {
 	return mongo.IndexModel{
-		Keys:    bson.D{e(fieldTime, 1)},
+		Keys:    bson.D{e(fieldFinishedAt, 1)},
 		Options: options.Index().SetName(ttlIndexName).SetExpireAfterSeconds(int32(seconds)),
 	}
 }
@@ -146,14 +164,25 @@ func (s *MongoStore) ensureTTL(ctx context.Context, seconds int64) error {
 	plan := planTTL(specs, seconds)
 	switch plan.Action {
 	case ttlKeep:
-		return nil
 	case ttlCollMod:
-		return s.coll.Database().RunCommand(ctx, collModCommand(s.coll.Name(), plan.Index, seconds)).Err()
+		err = s.coll.Database().RunCommand(ctx, collModCommand(s.coll.Name(), plan.Index, seconds)).Err()
 	case ttlReplace:
-		if err := s.coll.Indexes().DropOne(ctx, plan.Index); err != nil && !isIndexNotFound(err) {
+		if err = s.coll.Indexes().DropOne(ctx, plan.Index); err != nil && !isIndexNotFound(err) {
+			return err
+		}
+		fallthrough
+	case ttlCreate:
+		_, err = s.coll.Indexes().CreateOne(ctx, ttlIndexModel(seconds))
+	}
+	if err != nil {
+		return err
+	}
+	// Only once the new index is in place: the records of finished jobs
+	// then never go without a TTL.
+	for _, name := range recordTimeTTL(specs) {
+		if err := s.coll.Indexes().DropOne(ctx, name); err != nil && !isIndexNotFound(err) {
 			return err
 		}
 	}
-	_, err = s.coll.Indexes().CreateOne(ctx, ttlIndexModel(seconds))
-	return err
+	return nil
 }

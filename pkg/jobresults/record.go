@@ -51,6 +51,11 @@ type Record struct {
 	Error *runlog.ErrorInfo
 	// Upload is the cloud-storage upload entry, once any write carried one.
 	Upload *runlog.Upload
+	// FinishedAt is when the record's job finished, as Finisher.FinishJob
+	// stamped it (UTC, millisecond precision); zero while the job is open.
+	// A MongoStore with a TTL removes the record that long after it, and
+	// never a record without it.
+	FinishedAt time.Time
 }
 
 // Outcome is the outcome a record holds, derived from its fields.

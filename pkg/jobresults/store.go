@@ -1,6 +1,9 @@
 package jobresults
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Store is the seed's ledger API. Every write upserts the record of its key;
 // reads return records and counts of one job.
@@ -70,10 +73,27 @@ type RecordReader interface {
 	CountResolvedDocs(ctx context.Context, jobID, finalDataType string) (int, error)
 }
 
-// Ledger is everything a store offers: the seed API, versioned batch writes
-// and the run-log reads. MemoryStore and MongoStore implement it.
+// Finisher marks a job finished, which is what retention counts from.
+//
+// A TTL counted from a record's last write would remove the records of a
+// job still open (a long run, or one paused and resumed later), and the job
+// could then never complete; so the TTL counts from the job's end. Records
+// of a job never marked finished are never removed.
+type Finisher interface {
+	// FinishJob stamps every record of the job that has no finish time yet
+	// with at (see Record.FinishedAt); a stamp is never moved. Records
+	// written afterwards are not stamped until FinishJob runs again, so a
+	// caller calls it again when late writes may have happened. A job
+	// without records is not an error.
+	FinishJob(ctx context.Context, jobID string, at time.Time) error
+}
+
+// Ledger is everything a store offers: the seed API, versioned batch writes,
+// the run-log reads and the finish mark. MemoryStore and MongoStore
+// implement it.
 type Ledger interface {
 	Store
 	BatchWriter
 	RecordReader
+	Finisher
 }

@@ -102,6 +102,10 @@ func (c *Cluster) start(ctx context.Context) error {
 		StoreDir: filepath.Join(c.dir, "nats"),
 		Listen:   cfg.Listen,
 		Logger:   cfg.Logger.Named("nats"),
+		// A state directory is there to resume from, after a power loss
+		// too: every acknowledged claim must be on the disk. A temporary
+		// one is removed by Close; nothing resumes from it.
+		SyncAlways: !c.tempDir,
 	})
 	if err != nil {
 		return fmt.Errorf("local: %w", err)

@@ -20,6 +20,13 @@
 // Resume) feeds what was not fed. Without a StateDir the state lives in a
 // temporary directory that Close removes.
 //
+// With a StateDir the embedded server fsyncs every write before it
+// acknowledges it (natsserver.Config.SyncAlways), so that what a resume
+// relies on survives a power loss as well as a killed process: a claim
+// (and the job id stored under it) that was acknowledged is on the disk,
+// and a resumed run never submits its payload again. The cost is measured
+// in the README. A temporary state directory is not synced.
+//
 // # Sandbox
 //
 // With Config.Sandbox the cluster also serves the API emulator

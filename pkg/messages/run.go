@@ -80,6 +80,11 @@ const (
 	RunStateCompleted RunState = "completed"
 )
 
+// Finished reports whether a run in state s is over for good (completed or
+// failed): nothing of it is pending, and its state on the broker may be
+// removed after a retention. Every other state is open, whatever its age.
+func (s RunState) Finished() bool { return s == RunStateCompleted || s == RunStateFailed }
+
 // RunRecord is the value stored in the runs bucket under the run's token.
 type RunRecord struct {
 	V         int          `json:"v"`

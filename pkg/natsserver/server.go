@@ -32,6 +32,18 @@ type Config struct {
 	// bytes. 0 lets the server choose (a share of the disk and of the RAM).
 	MaxStore  int64
 	MaxMemory int64
+	// SyncAlways makes JetStream write every stored message through to the
+	// disk (fsync) before it acknowledges it: what was acknowledged — a
+	// claim, a job id stored under it, a payload, a status event — then
+	// survives a power loss or a kernel crash, not only the end of this
+	// process. Without it the server syncs every two minutes (its default),
+	// so a power loss can take back up to two minutes of acknowledged
+	// writes, and a claim that took them back lets a resumed run submit a
+	// payload again. A consumer's delivery state (its acks) is written
+	// every 100 ms either way: one lost with the power only redelivers
+	// messages, which the stages handle idempotently. The option is the
+	// server's: it covers every stream, the claims bucket among them.
+	SyncAlways bool
 	// Logger receives the server's notices, warnings and errors. Nil keeps
 	// the server silent.
 	Logger *zap.Logger
@@ -69,6 +81,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		StoreDir:           cfg.StoreDir,
 		JetStreamMaxStore:  cfg.MaxStore,
 		JetStreamMaxMemory: cfg.MaxMemory,
+		SyncAlways:         cfg.SyncAlways,
 		NoSigs:             true,
 		NoLog:              cfg.Logger == nil,
 		Debug:              cfg.Debug,
@@ -105,6 +118,14 @@ func (s *Server) ClientURL() string {
 
 // StoreDir is the JetStream state directory.
 func (s *Server) StoreDir() string { return s.cfg.StoreDir }
+
+// SyncsEveryWrite reports whether the running server fsyncs every stored
+// message before acknowledging it (Config.SyncAlways), as the server itself
+// reports its JetStream configuration.
+func (s *Server) SyncsEveryWrite() bool {
+	c := s.ns.JetStreamConfig()
+	return c != nil && c.SyncAlways
+}
 
 // Connect returns a client connected in-process (no TCP). opts are applied
 // after oxypipe's defaults (a name, unlimited reconnects).

@@ -14,8 +14,8 @@ import (
 
 // A client on an external NATS uses the deployed topology as it is: its
 // own (default) settings would otherwise rewrite what the workers or the
-// operators set, such as a cluster's replicas or the status stream's max
-// age. What is missing it creates.
+// operators set, such as a cluster's replicas or the streams' duplicate
+// window and work max age. What is missing it creates.
 func TestAnExternalClientDoesNotRewriteTheDeployedTopology(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 30*time.Second)
@@ -24,7 +24,7 @@ func TestAnExternalClientDoesNotRewriteTheDeployedTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deployed := topology.Config{StatusMaxAge: time.Hour, RunsMaxAge: 2 * time.Hour, DuplicateWindow: time.Minute}
+	deployed := topology.Config{WorkMaxAge: 2 * time.Hour, DuplicateWindow: time.Minute}
 	if _, err := topology.Ensure(ctx, js, deployed); err != nil {
 		t.Fatal(err)
 	}
@@ -53,13 +53,13 @@ func TestAnExternalClientDoesNotRewriteTheDeployedTopology(t *testing.T) {
 		}
 		return i.Config
 	}
-	if cfg := info(topology.StreamStatus); cfg.MaxAge != time.Hour || cfg.Duplicates != time.Minute {
-		t.Errorf("status stream: max age %v, duplicates %v; want the deployed 1h and 1m", cfg.MaxAge, cfg.Duplicates)
+	if cfg := info(topology.StreamStatus); cfg.Duplicates != time.Minute {
+		t.Errorf("status stream: duplicates %v; want the deployed 1m", cfg.Duplicates)
 	}
-	if cfg := info(topology.StreamRuns); cfg.MaxAge != 2*time.Hour {
-		t.Errorf("runs stream: max age %v; want the deployed 2h", cfg.MaxAge)
+	if cfg := info(topology.StreamPayloads); cfg.MaxAge != 2*time.Hour {
+		t.Errorf("payload stream: max age %v; want the deployed 2h", cfg.MaxAge)
 	}
-	if cfg := info(topology.StreamDone); cfg.Duplicates != topology.DefaultDuplicateWindow {
+	if cfg := info(topology.StreamDone); cfg.Duplicates != topology.DefaultDuplicateWindow || cfg.MaxAge != 0 {
 		t.Errorf("the missing done stream was created with duplicates %v, want the client's default", cfg.Duplicates)
 	}
 }

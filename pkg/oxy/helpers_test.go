@@ -60,7 +60,7 @@ func fast(lc *local.Config) {
 		sc.ClaimStaleAfter = 3 * time.Second
 		sc.Runtime.FetchWait = 200 * time.Millisecond
 		sc.Runtime.PublishTimeout = time.Second
-		sc.ClaimRecheck = 200 * time.Millisecond
+		sc.ClaimRecheck = 500 * time.Millisecond
 		// Follow the emulator's limit headers from the first answer on.
 		sc.Pacer.Limit, sc.Pacer.RenderLimit = -1, -1
 		if prev != nil {

@@ -53,7 +53,7 @@ const (
 // deadline to record what is left and write its run log on a loaded
 // machine.
 var outputTotal, outputRate, stopSlack = func() (int, int, time.Duration) {
-	if testutil.Race {
+	if testutil.RaceEnabled {
 		return 400, 50, 45 * time.Second
 	}
 	return 2000, 200, 8 * time.Second

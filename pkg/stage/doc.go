@@ -18,7 +18,10 @@
 //
 //  2. A message delivered more than MaxDeliver times is dead-lettered
 //     without calling the handler: a hard-failure status event saying
-//     "poison message: delivered N times", then Term.
+//     "poison message: delivered N times", then Term. A handler that
+//     implements DeadLetterer sees the event first and may keep the
+//     message a while longer (Wait) when its fate is being decided
+//     elsewhere, as the submitter does for a claim a live submitter holds.
 //
 //  3. The handler runs with a deadline (HandlerTimeout). While the runtime
 //     holds a message (handler and publishing included) it sends InProgress

@@ -152,7 +152,14 @@ func (w *Worker) deadLetterPlan(ctx context.Context, m *Msg, lastReason string, 
 	}
 	ev := w.failureEvent(m, messages.HardFailure, reason, info, "", "")
 	if w.dead != nil {
-		w.dead.DeadLetter(ctx, m, ev)
+		var waitErr *WaitError
+		err := w.dead.DeadLetter(ctx, m, ev)
+		if errors.As(err, &waitErr) {
+			return plan{act: actNak, delay: waitErr.Delay, outcome: outcomeWait}
+		}
+		if err != nil {
+			w.log.Warn("dead-letter hook failed; recording the dead letter as it stands", w.msgFields(m, zap.Error(err))...)
+		}
 	}
 	return plan{act: actTerm, event: ev, outcome: outcomeDeadLetter, reason: reason}
 }

@@ -292,8 +292,9 @@ func (c *crashLooper) Handle(context.Context, *stage.Msg) error {
 	return nil
 }
 
-func (c *crashLooper) DeadLetter(_ context.Context, m *stage.Msg, ev *messages.StatusEvent) {
+func (c *crashLooper) DeadLetter(_ context.Context, m *stage.Msg, ev *messages.StatusEvent) error {
 	ev.Reason += " (checked by the stage)"
+	return nil
 }
 
 func TestAMessageThatKilledItsWorkersIsDeadLetteredWithoutCallingTheHandler(t *testing.T) {

@@ -48,9 +48,16 @@ func (f BatchHandlerFunc) HandleBatch(ctx context.Context, batch []*Msg) []error
 // DeadLetterer may be implemented by a Handler or BatchHandler to adjust the
 // hard failure recorded for a poison message before it is published (the
 // submitter, say, to check its claim and say the outcome is unknown). ev is
-// already filled in; change what you need.
+// already filled in; change what you need and return nil (another error is
+// logged, and the dead letter recorded as it stands).
+//
+// Returning a *WaitError (Wait(d)) keeps the message instead: nothing is
+// recorded, it is redelivered after d and comes back to DeadLetter. It is
+// for a message whose fate another worker is still deciding (a claim a
+// live submitter holds), which a delivery count must not decide for it.
+// The implementation must bound how long it keeps a message that way.
 type DeadLetterer interface {
-	DeadLetter(ctx context.Context, m *Msg, ev *messages.StatusEvent)
+	DeadLetter(ctx context.Context, m *Msg, ev *messages.StatusEvent) error
 }
 
 // Worker runs one stage's handler on its consumer. Create it with New or

@@ -27,6 +27,7 @@ const (
 	DefaultCompletionLease  = 5 * time.Minute
 	DefaultRebuildBatch     = 2000
 	DefaultSettleTimeout    = 30 * time.Second
+	DefaultRunRetention     = 7 * 24 * time.Hour
 )
 
 // ErrInvalidConfig is wrapped by New's error for a Config that cannot work.
@@ -130,6 +131,14 @@ type Config struct {
 	// RebuildBatch is the number of events applied per batch while
 	// rebuilding. Default DefaultRebuildBatch.
 	RebuildBatch int
+	// RunRetention is how long a finished run (completed or failed) keeps
+	// its state on the broker after it finished: its record, claims, status
+	// events (what a memory ledger is rebuilt from) and announcements. Past
+	// it, the periodic re-check removes them (topology.Topology.ForgetRun);
+	// the ledger and the run log are not touched. An open run keeps its
+	// state however long it stays open: nothing on the broker expires by
+	// age. Default DefaultRunRetention (7 days).
+	RunRetention time.Duration
 
 	// Destination configures how run-log locations are opened (object store
 	// endpoints and credentials, local file modes). Default: the
@@ -204,6 +213,9 @@ func (c Config) WithDefaults() Config {
 	if c.StopSettle == 0 {
 		c.StopSettle = messages.StopSettle
 	}
+	if c.RunRetention == 0 {
+		c.RunRetention = DefaultRunRetention
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -239,6 +251,7 @@ func (c Config) validate() error {
 		"BatchLinger": c.BatchLinger, "RecheckInterval": c.RecheckInterval,
 		"ConfirmInterval": c.ConfirmInterval, "CompletionLease": c.CompletionLease,
 		"MinCheckInterval": c.MinCheckInterval, "SettleTimeout": c.SettleTimeout, "StopSettle": c.StopSettle,
+		"RunRetention": c.RunRetention,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s %v is negative", name, d))

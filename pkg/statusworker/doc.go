@@ -41,7 +41,8 @@
 // # Memory ledger
 //
 // With Config.Rebuild (the memory ledger), Run first replays every event
-// still in the status stream (limits retention, 7 days) into the ledger,
+// still in the status stream (every event of an open run, and those of
+// runs finished within RunRetention) into the ledger,
 // up to the stream's last sequence at start, before the durable consumer
 // continues; the versioned writes make the overlap harmless. So a restarted
 // worker (even after SIGKILL) has the same ledger. A memory ledger supports
@@ -108,6 +109,14 @@
 // log that cannot be written releases the claim, is logged and counted
 // (oxy_statusworker_run_log_errors_total), and is retried by the next check.
 // A replica that finds its claim taken over while it writes stops writing.
+//
+// Nothing of a run on the broker expires by age, so a run may stay open
+// (long, or paused and resumed) for as long as it needs. A finished run
+// (completed or failed) is forgotten by the periodic re-check once
+// Config.RunRetention has passed since it finished: its record, claims,
+// status events, announcements and any stray work message are removed
+// from the broker (topology.Topology.ForgetRun); the ledger and the run log
+// stay.
 //
 // # HTTP
 //

@@ -15,7 +15,7 @@ import (
 //	oxy_statusworker_write_lag_seconds             event stored in the stream → applied to the ledger
 //	oxy_statusworker_run_docs{run,data_type,count} per open run and stage: total, succeeded, soft_failed, hard_failed
 //	oxy_statusworker_open_runs                     runs announced, ready or stopping
-//	oxy_statusworker_runs_total{result}            completed, failed (run log location unwritable)
+//	oxy_statusworker_runs_total{result}            completed, failed (run log location unwritable), forgotten (retention passed)
 //	oxy_statusworker_run_log_errors_total          run-log writes that failed (retried later)
 //	oxy_statusworker_expired_docs_total            docs still in flight when their run's stop deadline passed
 //	oxy_statusworker_lease_renewals_total{result}  completion leases renewed while a run log is written: ok, lost, error
@@ -62,7 +62,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oxy_statusworker_runs_total",
-			Help: "Runs this replica finished: completed (run log written, completion announced) or failed (run log location unwritable).",
+			Help: "Runs this replica finished: completed (run log written, completion announced) or failed (run log location unwritable); and forgotten: finished runs whose state this replica removed from the broker after their retention.",
 		}, []string{"result"}),
 		runLogError: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "oxy_statusworker_run_log_errors_total",

@@ -32,10 +32,11 @@ import (
 type tracker struct {
 	w *StatusWorker
 
-	mu   sync.Mutex
-	runs map[string]*runEntry
-	ctx  context.Context // nil until run starts: requests before are dropped
-	wg   sync.WaitGroup
+	mu       sync.Mutex
+	runs     map[string]*runEntry
+	ctx      context.Context // nil until run starts: requests before are dropped
+	wg       sync.WaitGroup
+	sweeping bool // a sweep of expired runs is in flight (retention.go)
 }
 
 // runEntry is what the tracker knows of one run.
@@ -65,9 +66,7 @@ func newTracker(w *StatusWorker) *tracker {
 }
 
 // open reports whether a run in state s still needs the statusworker.
-func open(s messages.RunState) bool {
-	return s == messages.RunStateAnnounced || s == messages.RunStateReady || s == messages.RunStateStopping
-}
+func open(s messages.RunState) bool { return !s.Finished() }
 
 // run watches the runs bucket and ticks until ctx is cancelled, then waits
 // for the reconciliations in flight.
@@ -106,19 +105,19 @@ const verifyWindow = time.Hour
 
 // tick requests a periodic reconciliation of every open run, and of every
 // recently completed run whose announcement has not been verified yet. It
-// forgets finished runs older than the runs bucket keeps them.
+// has the finished runs past their retention forgotten (see sweepLocked).
 func (t *tracker) tick() {
 	now := t.w.cfg.Now()
-	maxAge := t.w.cfg.Topology.Config().RunsMaxAge
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var expired []string
 	for run, e := range t.runs {
 		age := now.Sub(e.rec.UpdatedAt)
 		switch {
 		case open(e.rec.State):
 			t.scheduleLocked(run, e, true)
-		case maxAge > 0 && age > maxAge && !e.busy:
-			delete(t.runs, run)
+		case age > t.w.cfg.RunRetention && !e.busy:
+			expired = append(expired, run)
 		case e.rec.State == messages.RunStateCompleted && !e.verified:
 			if age > verifyWindow {
 				e.verified = true
@@ -127,6 +126,7 @@ func (t *tracker) tick() {
 			}
 		}
 	}
+	t.sweepLocked(expired)
 }
 
 func (t *tracker) watchLoop(ctx context.Context) {
@@ -199,6 +199,7 @@ func (t *tracker) observe(rec messages.RunRecord, rev uint64) {
 	e.rec, e.rev = rec, rev
 	if wasOpen && !open(rec.State) {
 		t.w.met.runDocs.DeletePartialMatch(prometheus.Labels{"run": run})
+		t.finishedLocked(rec)
 	}
 	t.updateOpenGaugeLocked()
 	if open(rec.State) {

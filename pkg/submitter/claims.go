@@ -23,22 +23,61 @@ func (s *Submitter) kvContext(ctx context.Context) (context.Context, context.Can
 }
 
 // acquire claims the item's doc. When the answer of the create is lost (a
-// timeout, a reconnect), the claim is read back: if it is the one this call
-// wrote, it is ours.
+// timeout, a reconnect), the claim is read back, on a context of its own
+// (the create's has run out): if it is the one this call wrote, it is ours.
+// When it cannot be read back either, the time this call wrote is
+// remembered (unconfirmed), and a later delivery that finds exactly that
+// claim takes it as its own: no request was sent under it. (Without this,
+// the claim would look like a submission in flight, be waited for until
+// stale and end as a false "outcome unknown" that nothing ever billed: a
+// broker slow enough to time out one bucket operation made whole batches
+// of docs end that way.)
 func (s *Submitter) acquire(ctx context.Context, it *item) (*topology.ClaimRef, error) {
 	now := time.Now().UTC()
 	kctx, cancel := s.kvContext(ctx)
-	defer cancel()
 	ref, err := s.claims.Acquire(kctx, it.env.Run, it.env.Doc, it.env.Attempt, s.cfg.Instance, now)
-	if err == nil || errors.Is(err, topology.ErrClaimHeld) {
-		return ref, err
+	cancel()
+	var held *topology.ClaimHeldError
+	switch {
+	case err == nil:
+		return ref, nil
+	case errors.As(err, &held):
+		if s.adopt(it, held.Held) {
+			return &held.Held, nil
+		}
+		return nil, err
 	}
-	got, gerr := s.claims.Get(kctx, it.env.Run, it.env.Doc)
-	if gerr == nil && got.Claim.State == messages.ClaimHeld && got.Claim.By == s.cfg.Instance &&
-		got.Claim.ClaimedAt.Equal(now) && got.Claim.Attempt == it.env.Attempt {
-		return got, nil
+	key := messages.ClaimKey(it.env.Run, it.env.Doc)
+	for range kvAttempts {
+		kctx, cancel := s.kvContext(ctx)
+		got, gerr := s.claims.Get(kctx, it.env.Run, it.env.Doc)
+		cancel()
+		switch {
+		case gerr == nil && got.Claim.State == messages.ClaimHeld && got.Claim.By == s.cfg.Instance &&
+			got.Claim.ClaimedAt.Equal(now) && got.Claim.Attempt == it.env.Attempt:
+			return got, nil
+		case gerr == nil, errors.Is(gerr, topology.ErrNoClaim):
+			return nil, err // not written, or someone else's: the caller retries
+		}
 	}
+	s.unconfirmed.Store(key, now)
 	return nil, err
+}
+
+// isUnconfirmed reports whether c is a claim this process wrote for the
+// item without learning it (see acquire).
+func (s *Submitter) isUnconfirmed(it *item, c messages.Claim) bool {
+	at, ok := s.unconfirmed.Load(messages.ClaimKey(it.env.Run, it.env.Doc))
+	return ok && c.State == messages.ClaimHeld && c.By == s.cfg.Instance && c.Attempt == it.env.Attempt && c.ClaimedAt.Equal(at.(time.Time))
+}
+
+// adopt reports whether ref is a claim this process wrote for the item
+// without learning it (see acquire), which the item may take as its own.
+// Of two deliveries of the doc that try at once, one adopts it.
+func (s *Submitter) adopt(it *item, ref topology.ClaimRef) bool {
+	key := messages.ClaimKey(it.env.Run, it.env.Doc)
+	at, ok := s.unconfirmed.Load(key)
+	return ok && s.isUnconfirmed(it, ref.Claim) && s.unconfirmed.CompareAndDelete(key, at)
 }
 
 // release gives the claim back because the API created no job. A lost
@@ -93,9 +132,21 @@ func (s *Submitter) moveClaim(ctx context.Context, it *item, state messages.Clai
 			return
 		}
 	}
+	if state == messages.ClaimReleased {
+		// The claim stays "claimed". This process knows that the API
+		// created nothing under it, so it remembers the claim, and the
+		// payload's next delivery here takes it back as if it had been
+		// released (see acquire). Elsewhere (after a restart) the claim
+		// looks like a request in flight and ends, once stale, as an
+		// unknown outcome rather than risk a second bill.
+		s.unconfirmed.Store(messages.ClaimKey(ref.Claim.Run, ref.Claim.Doc), ref.Claim.ClaimedAt.UTC())
+		s.log.Error("could not release a claim; this process takes it back at the payload's next delivery",
+			zap.String("run", ref.Claim.Run), zap.String("doc", ref.Claim.Doc), zap.Error(err))
+		return
+	}
 	// The claim stays "claimed": a redelivery will wait for it to go stale
-	// and then record the doc as an unknown outcome rather than risk a
-	// second bill.
+	// and then record the doc as an unknown outcome, marked, rather than
+	// risk a second bill.
 	s.log.Error("could not update a claim; its payload will end as an unknown outcome",
 		zap.String("run", ref.Claim.Run), zap.String("doc", ref.Claim.Doc), zap.String("to", string(state)), zap.Error(err))
 }

@@ -23,7 +23,7 @@ const (
 	DefaultSubmitTimeout    = 20 * time.Second
 	DefaultKVTimeout        = 5 * time.Second
 	DefaultClaimMargin      = 30 * time.Second
-	DefaultClaimRecheck     = 5 * time.Second
+	DefaultClaimRecheck     = 5 * time.Second // with unlimited deliveries; see Config.ClaimRecheck
 	DefaultRunStateTTL      = 2 * time.Second
 	DefaultRateLimitedRetry = time.Second
 )
@@ -81,7 +81,15 @@ type Config struct {
 	// max(AckWait, HandlerTimeout) + 30s.
 	ClaimStaleAfter time.Duration
 	// ClaimRecheck is the longest wait before a payload whose claim another
-	// submitter holds (not yet stale) is looked at again. Default 5s.
+	// submitter holds (not yet stale) is looked at again. Every look is a
+	// delivery of the payload, and deliveries are capped by the consumer's
+	// MaxDeliver, so MaxDeliver × ClaimRecheck must cover ClaimStaleAfter
+	// plus claimWaitMargin looks (validated): otherwise a payload waiting
+	// for a live submitter would run out of deliveries before the claim it
+	// waits for can be called stale. Default: ClaimStaleAfter spread over
+	// the looks the consumer's MaxDeliver affords (MaxDeliver − 2), at least
+	// 1s: 18.75s with the default consumer (150s over 8 looks); 5s when
+	// MaxDeliver is unlimited.
 	ClaimRecheck time.Duration
 	// RunStateTTL is how long a run's state (ready, stopping, …) read from
 	// the runs bucket is trusted before it is read again. Default 2s.
@@ -137,6 +145,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ClaimRecheck == 0 {
 		c.ClaimRecheck = DefaultClaimRecheck
+		if least := leastClaimRecheck(c.ClaimStaleAfter, c.Consumer.MaxDeliver); least > 0 {
+			c.ClaimRecheck = max(least, time.Second)
+		}
 	}
 	if c.RunStateTTL == 0 {
 		c.RunStateTTL = DefaultRunStateTTL
@@ -200,7 +211,35 @@ func (c Config) validate() error {
 	if c.ClaimStaleAfter < c.Consumer.HandlerTimeout {
 		return fmt.Errorf("submitter: ClaimStaleAfter %v is shorter than HandlerTimeout %v", c.ClaimStaleAfter, c.Consumer.HandlerTimeout)
 	}
+	// A payload that waits for another submitter's claim spends a delivery
+	// per look; it must be able to look until the claim is stale.
+	if md := c.Consumer.MaxDeliver; md > 0 && md <= claimWaitMargin {
+		return fmt.Errorf("submitter: the consumer's MaxDeliver %d leaves no delivery to wait for a claim another submitter holds; "+
+			"it must be above %d (or 0: no limit)", md, claimWaitMargin)
+	}
+	if md := c.Consumer.MaxDeliver; md > 0 && time.Duration(md)*c.ClaimRecheck < c.ClaimStaleAfter+claimWaitMargin*c.ClaimRecheck {
+		return fmt.Errorf("submitter: MaxDeliver %d × ClaimRecheck %v = %v does not outlast ClaimStaleAfter %v plus %d rechecks: "+
+			"a payload waiting for a live submitter's claim would run out of deliveries before the claim is stale; "+
+			"raise ClaimRecheck to at least %v or the consumer's MaxDeliver",
+			md, c.ClaimRecheck, time.Duration(md)*c.ClaimRecheck, c.ClaimStaleAfter, claimWaitMargin, leastClaimRecheck(c.ClaimStaleAfter, md))
+	}
 	return nil
+}
+
+// claimWaitMargin is the deliveries of a payload that a wait for a held
+// claim may not count on: the delivery that found the claim held, and one
+// spent before (a retry, or the delivery whose handler holds the claim).
+const claimWaitMargin = 2
+
+// leastClaimRecheck is the shortest ClaimRecheck with which maxDeliver
+// deliveries cover staleAfter plus claimWaitMargin looks (0 when deliveries
+// are unlimited, or too few for any recheck to do it).
+func leastClaimRecheck(staleAfter time.Duration, maxDeliver int) time.Duration {
+	looks := time.Duration(maxDeliver - claimWaitMargin)
+	if maxDeliver <= 0 || looks <= 0 {
+		return 0
+	}
+	return (staleAfter + looks - 1) / looks
 }
 
 // runtimeConfig is the stage runtime's configuration.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -22,17 +23,23 @@ import (
 //   - submitted: the job exists. The doc is not a failure: its Submitted
 //     is published again and the event becomes the success at submitted
 //     (or, when that cannot be published, unfetched with the job's id).
-//   - claimed: a submitter took the doc and never recorded the API's
-//     answer: unsubmitted, outcome unknown, may have billed.
+//   - claimed, not stale yet: a live submitter may still be inside its
+//     request, so the outcome is not known to be unknown. The message is
+//     kept (stage.Wait, ClaimRecheck at a time) until the claim holds a
+//     job or is stale: a delivery count must never turn a submission in
+//     progress into a hard failure.
+//   - claimed, and stale (ClaimStaleAfter old): a submitter took the doc
+//     and never recorded the API's answer: unsubmitted, outcome unknown,
+//     may have billed.
 //   - unknown, or released with the may-have-billed mark: unsubmitted, may
 //     have billed.
 //   - none, or released: nothing was created: unsubmitted, with the reason.
 //   - unreadable: it may hold a job id, so never plainly unsubmitted:
 //     unsubmitted, may have billed, saying the claim could not be read.
-func (s *Submitter) deadLetter(ctx context.Context, m *stage.Msg, ev *messages.StatusEvent) {
+func (s *Submitter) deadLetter(ctx context.Context, m *stage.Msg, ev *messages.StatusEvent) error {
 	k := m.Key()
 	if k.Run == "" || k.Doc == "" {
-		return // not a readable payload message: the runtime's record stands
+		return nil // not a readable payload message: the runtime's record stands
 	}
 	kctx, cancel := s.kvContext(ctx)
 	ref, err := s.claims.Get(kctx, k.Run, k.Doc)
@@ -49,28 +56,32 @@ func (s *Submitter) deadLetter(ctx context.Context, m *stage.Msg, ev *messages.S
 		s.met.count(outUnknown)
 		ev.Reason += "; whether a job exists is unknown: the payload's claim could not be read (" + redact.String(err.Error()) + ")"
 		ev.Error = markedInfo(ev.Error)
-		return
+		return nil
 	case ref.Claim.State == messages.ClaimSubmitted:
 		if s.successFromClaim(m, ev, ref.Claim) {
-			return
+			return nil
 		}
 		c := ref.Claim
 		ev.State, ev.APIJobID = runlog.Unfetched, c.APIJobID
 		ev.Error = &runlog.ErrorInfo{Message: fmt.Sprintf("job %s exists (the payload's claim holds its id), but it could not be passed on to be fetched; fetch it by id", c.APIJobID)}
-		return
+		return nil
+	case ref.Claim.State == messages.ClaimHeld && time.Since(ref.Claim.ClaimedAt) < s.cfg.ClaimStaleAfter:
+		s.met.count(outWait)
+		return stage.Wait(min(s.untilStale(ref.Claim), s.cfg.ClaimRecheck))
 	case ref.Claim.State == messages.ClaimHeld:
 		s.met.count(outUnknown)
 		ev.Error = &runlog.ErrorInfo{Message: unknownOutcomeError, MayHaveBilled: true}
 		ev.Reason = fmt.Sprintf("%s; %s", ev.Reason, unknownOutcome(ref.Claim))
-		return
+		return nil
 	case ref.Claim.OutcomeUnknown():
 		s.met.count(outUnknown)
 		ev.Reason = fmt.Sprintf("%s; an earlier request's outcome is unknown (%s)", ev.Reason, ref.Claim.Reason)
 		ev.Error = markedInfo(ev.Error)
-		return
+		return nil
 	}
 	s.met.count(outUnsubmitted)
 	ev.Error.Message += "; the payload was not submitted"
+	return nil
 }
 
 // successFromClaim turns the dead letter of a submitted doc into its

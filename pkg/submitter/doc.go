@@ -31,7 +31,11 @@
 //     so the broker drops a copy it already has) and the payload is not
 //     sent. A claim without a job id younger than ClaimStaleAfter belongs
 //     to a submitter that may be inside its request right now: the message
-//     waits (NakWithDelay, no record). An older one was left by a
+//     waits (NakWithDelay, no record), ClaimRecheck at a time, and keeps
+//     waiting past the consumer's MaxDeliver if it must (a dead letter is
+//     never what calls a young claim's outcome unknown; the settings are
+//     validated so that MaxDeliver × ClaimRecheck covers ClaimStaleAfter
+//     anyway). An older one was left by a
 //     submitter that died inside its request: the payload is recorded
 //     unsubmitted with an "outcome unknown, may have billed" error and is
 //     never resubmitted automatically. A claim "unknown" (an earlier answer
@@ -40,7 +44,10 @@
 //     take either over.) A request left with no
 //     payload gives its budget back to the pacer; a batch left with fewer
 //     goes with those (one alone goes singly).
-//  8. Send the request, and record the answer (see Answers below). The
+//  8. Send the request, and record the answer (see Answers below); the
+//     answers of a batch's payloads are recorded under their claims
+//     concurrently, so that no claim of a large batch waits for the others
+//     long enough to look stale. The
 //     payloads of a batch refused whole, or refused as not batchable, have
 //     their claims released and go singly through steps 6 to 8 again (the
 //     batch created no job for them).
@@ -112,6 +119,13 @@
 //     event is harmless (the ledger keeps the newest).
 //   - after a refused batch released its claims, before a payload is sent
 //     singly: as before admission; nothing was created.
+//
+// A live submitter whose claim create timed out (a slow broker) reads the
+// claim back on a fresh context; if even that fails, or if a release does
+// not land, it remembers the claim it left behind, and the payload's next
+// delivery in this process takes that claim as its own and submits — no
+// request was sent under it (or the API created nothing), so it is no
+// unknown outcome.
 //
 // So a kill leaves "outcome unknown" only the docs of the requests admitted
 // and not yet answered at that moment (the requests in flight), never

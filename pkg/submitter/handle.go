@@ -71,8 +71,8 @@ func (h handler) HandleBatch(ctx context.Context, batch []*stage.Msg) []error {
 }
 
 // DeadLetter implements stage.DeadLetterer; see deadletter.go.
-func (h handler) DeadLetter(ctx context.Context, m *stage.Msg, ev *messages.StatusEvent) {
-	h.s.deadLetter(ctx, m, ev)
+func (h handler) DeadLetter(ctx context.Context, m *stage.Msg, ev *messages.StatusEvent) error {
+	return h.s.deadLetter(ctx, m, ev)
 }
 
 // decode reads a payload message. Its errors are *messages.DecodeError,
@@ -196,8 +196,8 @@ func (s *Submitter) precheck(ctx context.Context, it *item) bool {
 	kctx, cancel := s.kvContext(ctx)
 	ref, err := s.claims.Get(kctx, it.env.Run, it.env.Doc)
 	cancel()
-	if err != nil || ref.Claim.State == messages.ClaimReleased {
-		return true
+	if err != nil || ref.Claim.State == messages.ClaimReleased || s.isUnconfirmed(it, ref.Claim) {
+		return true // the claim taken after admission decides (and adopts an unconfirmed one)
 	}
 	return s.claimHeld(ctx, it, *ref, true)
 }
@@ -270,7 +270,7 @@ func (s *Submitter) claimHeld(ctx context.Context, it *item, ref topology.ClaimR
 		if age < s.cfg.ClaimStaleAfter {
 			// Another submitter may be inside its request right now.
 			s.met.count(outWait)
-			it.res = stage.Wait(max(min(s.cfg.ClaimStaleAfter-age, s.cfg.ClaimRecheck), 10*time.Millisecond))
+			it.res = stage.Wait(min(s.untilStale(c), s.cfg.ClaimRecheck))
 			return false
 		}
 		if maySubmit && c.Attempt < it.env.Attempt {
@@ -295,6 +295,12 @@ func (s *Submitter) claimHeld(ctx context.Context, it *item, ref topology.ClaimR
 		it.res = s.retry(ctx, it, 0, fmt.Sprintf("the payload's claim is %q; trying again", c.State), nil, nil)
 		return false
 	}
+}
+
+// untilStale is how long the claim c has left before it is stale (at
+// least 10ms, so that a wait is never a busy loop).
+func (s *Submitter) untilStale(c messages.Claim) time.Duration {
+	return max(s.cfg.ClaimStaleAfter-time.Since(c.ClaimedAt), 10*time.Millisecond)
 }
 
 // mayRetryUnknown reports whether a doc whose claim is unknown may be sent

@@ -117,7 +117,7 @@ func setup(t testing.TB, o options) *env {
 		},
 		Pacer:         wsa.PacerConfig{Window: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
 		SubmitTimeout: 3 * time.Second, KVTimeout: time.Second,
-		ClaimRecheck: 100 * time.Millisecond, RateLimitedRetry: 50 * time.Millisecond,
+		ClaimStaleAfter: cs.HandlerTimeout, RateLimitedRetry: 50 * time.Millisecond,
 		Instance: "test-pod", Logger: zap.New(core), Registerer: reg,
 	}
 	if o.configure != nil {

@@ -119,7 +119,7 @@ func (k *killSetup) submitter(name string, pacer wsa.PacerConfig) (*submitter.Su
 		},
 		Pacer: pacer, DisableBatch: true,
 		SubmitTimeout: 2 * time.Second, KVTimeout: 250 * time.Millisecond,
-		ClaimStaleAfter: k.cs.HandlerTimeout, ClaimRecheck: 100 * time.Millisecond, RateLimitedRetry: 50 * time.Millisecond,
+		ClaimStaleAfter: k.cs.HandlerTimeout, ClaimRecheck: 250 * time.Millisecond, RateLimitedRetry: 50 * time.Millisecond,
 		Instance: name, Logger: zap.New(core), Registerer: prometheus.NewRegistry(),
 	})
 	if err != nil {

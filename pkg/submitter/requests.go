@@ -200,10 +200,10 @@ func (s *Submitter) submitBatch(ctx context.Context, t wsa.Ticket, items []*item
 			return
 		}
 		// A 5xx or a lost answer leaves the outcome of every payload of
-		// the batch unknown; a 429 created none of their jobs.
-		for _, it := range items {
-			s.failed(ctx, it, err)
-		}
+		// the batch unknown; a 429 created none of their jobs. Each answer
+		// is recorded under its claim at once, all of them together (see
+		// recordAll).
+		s.recordAll(len(items), func(i int) { s.failed(ctx, items[i], err) })
 		return
 	}
 	for _, j := range res.UnmatchedJobs {
@@ -218,9 +218,9 @@ func (s *Submitter) submitBatch(ctx context.Context, t wsa.Ticket, items []*item
 			unpins = append(unpins, items[i].m.Pin())
 		}
 	}
-	var alone []*item
-	for i, bi := range res.Items {
-		it := items[i]
+	sendAlone := make([]bool, len(res.Items))
+	s.recordAll(len(res.Items), func(i int) {
+		it, bi := items[i], res.Items[i]
 		var ae *wsa.APIError
 		switch {
 		case bi.Err == nil:
@@ -230,9 +230,15 @@ func (s *Submitter) submitBatch(ctx context.Context, t wsa.Ticket, items []*item
 			if _, known := s.noBatch.LoadOrStore(it.src, true); !known {
 				s.log.Info("source takes no batches; submitting its payloads one by one from now on", zap.String("source", it.src))
 			}
-			alone = append(alone, it)
+			sendAlone[i] = true
 		default:
 			s.failed(ctx, it, bi.Err)
+		}
+	})
+	var alone []*item
+	for i, a := range sendAlone {
+		if a {
+			alone = append(alone, items[i])
 		}
 	}
 	for _, unpin := range unpins {
@@ -241,6 +247,16 @@ func (s *Submitter) submitBatch(ctx context.Context, t wsa.Ticket, items []*item
 	if len(alone) > 0 {
 		s.sendSingles(ctx, alone, "source takes no batches: to be sent singly")
 	}
+}
+
+// recordAll records the answers of a batch's n payloads under their claims
+// (record(i) for each), Concurrency at a time. One after the other, the
+// last claim of a large batch would wait n bucket round trips for its job
+// id: on a loaded machine longer than ClaimStaleAfter, so that a duplicate
+// of its payload took the live submission for one that died inside its
+// request and recorded a false "outcome unknown".
+func (s *Submitter) recordAll(n int, record func(i int)) {
+	forEach(n, s.cfg.Concurrency, record)
 }
 
 // admit checks that the payloads may still be submitted, waits for the

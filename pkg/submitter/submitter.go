@@ -31,6 +31,11 @@ type Submitter struct {
 	// noBatch holds the sources the API refused a batch for (source → true):
 	// their payloads go singly for the rest of this process.
 	noBatch sync.Map
+	// unconfirmed holds the claims this process left "claimed" although it
+	// sent no request under them (claim key → their ClaimedAt): a create
+	// whose answer was lost, a release that did not land. The payload's
+	// next delivery here takes such a claim back (see acquire).
+	unconfirmed sync.Map
 }
 
 var _ health.Checker = (*Submitter)(nil)

@@ -569,14 +569,13 @@ func TestDuplicatePayloadMessagesAreBilledOnce(t *testing.T) {
 
 func TestADeadLetterWithAHeldClaimSaysTheOutcomeIsUnknown(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{maxDeliver: 2, configure: func(c *submitter.Config) {
-		c.ClaimStaleAfter = time.Hour
-		c.ClaimRecheck = 20 * time.Millisecond
-	}})
-	if _, err := e.topo.Claims().Acquire(context.Background(), run, "0", 0, "stuck-pod", time.Now()); err != nil {
+	e := setup(t, options{maxDeliver: 3})
+	// A claim left an hour ago: stale.
+	if _, err := e.topo.Claims().Acquire(context.Background(), run, "0", 0, "stuck-pod", time.Now().Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	e.feedUniversal(0, 1)
+	e.spendDeliveries(3)
 	e.start()
 	evs := e.settled()
 
@@ -750,20 +749,19 @@ func TestADrainReleasesWhatWasNotSentAndARestartFinishesOnce(t *testing.T) {
 
 func TestADeadLetterWhoseClaimHoldsAJobIsTheJobsSuccess(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{maxDeliver: 2, configure: func(c *submitter.Config) {
-		c.ClaimStaleAfter = time.Hour
-		c.ClaimRecheck = 500 * time.Millisecond
-	}})
+	e := setup(t, options{maxDeliver: 20, configure: func(c *submitter.Config) { c.ClaimRecheck = 500 * time.Millisecond }})
 	ctx := context.Background()
 	ref, err := e.topo.Claims().Acquire(ctx, run, "0", 0, "slow-pod", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.feedUniversal(0, 1)
+	// Every allowed delivery was spent; the next one is past MaxDeliver and
+	// goes to the dead letter without the handler, which waits for the
+	// young claim.
+	e.spendDeliveries(20)
 	e.start()
-	// Both allowed deliveries found the claim held and waited; the next one
-	// is past MaxDeliver and goes to the dead letter without the handler.
-	testutil.Eventually(t, 10*time.Second, "two waits", func() bool { return e.counter("oxy_submitter_payloads_total", "wait") == 2 })
+	testutil.Eventually(t, 10*time.Second, "a wait", func() bool { return e.counter("oxy_submitter_payloads_total", "wait") >= 1 })
 	if err := e.topo.Claims().MarkSubmitted(ctx, ref, "7500000000000000099", time.Now()); err != nil {
 		t.Fatal(err)
 	}

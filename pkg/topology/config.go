@@ -9,6 +9,15 @@ import (
 
 // Config says how the streams and buckets are created. The zero value is the
 // one-process default: one replica, file storage.
+//
+// Nothing that belongs to a run expires by age: not its record (oxy_runs),
+// its announcements (OXY_RUNS), its claims (oxy_claims) nor its status
+// events (OXY_STATUS). A run may stay open for as long as it needs (a long
+// or paused run must still complete, resume, and tell the writers its
+// destination), and a claim must outlive every delivery of its payload, so
+// none of them has a max age to set. A finished run's state is removed a
+// retention after it finished, by the statusworker (its RunRetention) with
+// [Topology.ForgetRun].
 type Config struct {
 	// Replicas is the number of copies of every stream and bucket: 1 for the
 	// embedded server, 3 for a production cluster. Default 1.
@@ -16,16 +25,6 @@ type Config struct {
 	// Storage is jetstream.FileStorage (the default) or MemoryStorage (tests
 	// that need no durability).
 	Storage jetstream.StorageType
-	// StatusMaxAge is how long status events are kept (the statusworker
-	// rebuilds a memory ledger from them). Default 7 days.
-	StatusMaxAge time.Duration
-	// RunsMaxAge is how long run announcements, completions and run records
-	// are kept. Default 7 days.
-	RunsMaxAge time.Duration
-	// ClaimsMaxAge is how long a doc's claim is kept. It must outlive any
-	// redelivery of the doc's payload, or a late redelivery could bill again.
-	// Default 30 days.
-	ClaimsMaxAge time.Duration
 	// WorkMaxAge bounds the age of messages in the work streams. Default 0:
 	// no limit, because an expired work message is a lost doc.
 	WorkMaxAge time.Duration
@@ -45,27 +44,13 @@ type Config struct {
 	CreateOnly bool
 }
 
-// DefaultStatusMaxAge and the other defaults of [Config].
-const (
-	DefaultStatusMaxAge    = 7 * 24 * time.Hour
-	DefaultRunsMaxAge      = 7 * 24 * time.Hour
-	DefaultClaimsMaxAge    = 30 * 24 * time.Hour
-	DefaultDuplicateWindow = 2 * time.Minute
-)
+// DefaultDuplicateWindow is the default of Config.DuplicateWindow.
+const DefaultDuplicateWindow = 2 * time.Minute
 
 // WithDefaults returns c with every unset field set to its default.
 func (c Config) WithDefaults() Config {
 	if c.Replicas == 0 {
 		c.Replicas = 1
-	}
-	if c.StatusMaxAge == 0 {
-		c.StatusMaxAge = DefaultStatusMaxAge
-	}
-	if c.RunsMaxAge == 0 {
-		c.RunsMaxAge = DefaultRunsMaxAge
-	}
-	if c.ClaimsMaxAge == 0 {
-		c.ClaimsMaxAge = DefaultClaimsMaxAge
 	}
 	if c.DuplicateWindow == 0 {
 		c.DuplicateWindow = DefaultDuplicateWindow
@@ -79,14 +64,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("topology: Replicas %d: want 1 to 5", c.Replicas)
 	case c.Storage != jetstream.FileStorage && c.Storage != jetstream.MemoryStorage:
 		return fmt.Errorf("topology: unknown Storage %v", c.Storage)
-	case c.StatusMaxAge < 0 || c.RunsMaxAge < 0 || c.ClaimsMaxAge < 0 || c.WorkMaxAge < 0:
-		return fmt.Errorf("topology: max ages must not be negative")
+	case c.WorkMaxAge < 0:
+		return fmt.Errorf("topology: WorkMaxAge must not be negative")
 	case c.DuplicateWindow < 0:
 		return fmt.Errorf("topology: DuplicateWindow must not be negative")
 	case c.WorkMaxAge > 0 && c.WorkMaxAge < c.DuplicateWindow:
 		return fmt.Errorf("topology: WorkMaxAge %v is shorter than DuplicateWindow %v", c.WorkMaxAge, c.DuplicateWindow)
-	case c.StatusMaxAge < c.DuplicateWindow || c.RunsMaxAge < c.DuplicateWindow:
-		return fmt.Errorf("topology: StatusMaxAge and RunsMaxAge must be at least DuplicateWindow %v", c.DuplicateWindow)
 	}
 	return nil
 }

@@ -15,11 +15,11 @@
 // # Streams
 //
 //	stream         subjects             retention   max age (default)
-//	OXY_RUNS       oxy.run.>            limits      RunsMaxAge (7 days), 1 message per subject
+//	OXY_RUNS       oxy.run.>            limits      none, 1 message per subject
 //	OXY_PAYLOADS   oxy.payload.*        work queue  WorkMaxAge (none)
 //	OXY_SUBMITTED  oxy.submitted.*      work queue  WorkMaxAge (none)
 //	OXY_DONE       oxy.done.*           work queue  WorkMaxAge (none)
-//	OXY_STATUS     oxy.status.*         limits      StatusMaxAge (7 days)
+//	OXY_STATUS     oxy.status.*         limits      none
 //
 // The three work streams use work-queue retention: a message is removed once
 // its stage acks it, so storage follows the work in flight, not the history,
@@ -30,11 +30,28 @@
 // accept one consumer per subject: inspect them with stream reads, not with
 // extra consumers.
 //
-// The status stream keeps events (limits retention, StatusMaxAge) after the
-// statusworker acks them, because a statusworker with a memory ledger (the
-// one-process shape) rebuilds it on restart by reading the stream from the
-// start. The runs stream keeps each run's announcement and completion for
-// watchers (oxy run waits on oxy.run.<run>.completed).
+// The status stream keeps events (limits retention) after the statusworker
+// acks them, because a statusworker with a memory ledger (the one-process
+// shape) rebuilds it on restart by reading the stream from the start. The
+// runs stream keeps each run's announcement and completion for watchers
+// (oxy run waits on oxy.run.<run>.completed).
+//
+// # Retention
+//
+// Nothing that belongs to a run expires by age: not its record, its
+// claims, its status events nor its announcements. An age limit on any of
+// them strands a run that stays open longer (a long run, or one paused and
+// resumed a week later): a record gone means the run can no longer
+// complete, resume, or tell writers its destination; claims gone mean a
+// resumed feed bills its submitted docs again; status events gone mean a
+// memory ledger rebuilt without them never completes the run. So an open
+// run keeps all of it for as long as it stays open. A finished run
+// (completed or failed) is removed as a whole a retention after it
+// finished — by the statusworker's periodic re-check
+// (statusworker.Config.RunRetention, 7 days by default) with
+// [Topology.ForgetRun] — which also drops any stray work message of it
+// still queued. Streams and buckets created by an earlier version with max
+// ages lose them when a worker ensures the topology again.
 //
 // After a SIGKILL, oxy run --resume starts the embedded server on the same
 // state directory: the streams still hold every unacknowledged message and
@@ -68,7 +85,10 @@
 //   - MaxDeliver is a safety net against a message that crashes its worker.
 //     The poller's is high because a pending job is redelivered on purpose
 //     many times (its own limit is the pending-limit duration); the others
-//     allow a few retries on top of their own retry policies.
+//     allow a few retries on top of their own retry policies. A submitter
+//     payload waiting for a claim another submitter holds spends a delivery
+//     per look, so the submitter validates MaxDeliver × ClaimRecheck
+//     against its claim staleness limit and derives ClaimRecheck from them.
 //   - RetryBackoff is the NakWithDelay schedule for errors a handler did not
 //     classify, indexed by delivery count (the last entry repeats), with
 //     ±20% jitter.

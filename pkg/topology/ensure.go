@@ -38,14 +38,14 @@ func StreamConfigs(cfg Config) []jetstream.StreamConfig {
 			Discard:     jetstream.DiscardOld,
 		}
 	}
-	runs := base(StreamRuns, "oxypipe run announcements and completions", []string{messages.AllRuns}, jetstream.LimitsPolicy, cfg.RunsMaxAge)
+	runs := base(StreamRuns, "oxypipe run announcements and completions", []string{messages.AllRuns}, jetstream.LimitsPolicy, 0)
 	runs.MaxMsgsPerSubject = 1
 	return []jetstream.StreamConfig{
 		runs,
 		base(StreamPayloads, "oxypipe payloads to submit", []string{messages.AllPayloads}, jetstream.WorkQueuePolicy, cfg.WorkMaxAge),
 		base(StreamSubmitted, "oxypipe submitted jobs to poll", []string{messages.AllSubmitted}, jetstream.WorkQueuePolicy, cfg.WorkMaxAge),
 		base(StreamDone, "oxypipe done jobs to write", []string{messages.AllDone}, jetstream.WorkQueuePolicy, cfg.WorkMaxAge),
-		base(StreamStatus, "oxypipe status events for the ledger", []string{messages.AllStatus}, jetstream.LimitsPolicy, cfg.StatusMaxAge),
+		base(StreamStatus, "oxypipe status events for the ledger", []string{messages.AllStatus}, jetstream.LimitsPolicy, 0),
 	}
 }
 
@@ -53,8 +53,8 @@ func StreamConfigs(cfg Config) []jetstream.StreamConfig {
 func KeyValueConfigs(cfg Config) []jetstream.KeyValueConfig {
 	cfg = cfg.WithDefaults()
 	return []jetstream.KeyValueConfig{
-		{Bucket: BucketClaims, Description: "oxypipe submission claims per doc", TTL: cfg.ClaimsMaxAge, Storage: cfg.Storage, Replicas: cfg.Replicas},
-		{Bucket: BucketRuns, Description: "oxypipe run records", TTL: cfg.RunsMaxAge, Storage: cfg.Storage, Replicas: cfg.Replicas},
+		{Bucket: BucketClaims, Description: "oxypipe submission claims per doc", Storage: cfg.Storage, Replicas: cfg.Replicas},
+		{Bucket: BucketRuns, Description: "oxypipe run records", Storage: cfg.Storage, Replicas: cfg.Replicas},
 	}
 }
 

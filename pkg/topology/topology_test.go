@@ -86,11 +86,11 @@ func TestEnsureIsSafeToRaceAndToRepeat(t *testing.T) {
 		retention jetstream.RetentionPolicy
 		maxAge    time.Duration
 	}{
-		topology.StreamRuns:      {messages.AllRuns, jetstream.LimitsPolicy, topology.DefaultRunsMaxAge},
+		topology.StreamRuns:      {messages.AllRuns, jetstream.LimitsPolicy, 0},
 		topology.StreamPayloads:  {messages.AllPayloads, jetstream.WorkQueuePolicy, 0},
 		topology.StreamSubmitted: {messages.AllSubmitted, jetstream.WorkQueuePolicy, 0},
 		topology.StreamDone:      {messages.AllDone, jetstream.WorkQueuePolicy, 0},
-		topology.StreamStatus:    {messages.AllStatus, jetstream.LimitsPolicy, topology.DefaultStatusMaxAge},
+		topology.StreamStatus:    {messages.AllStatus, jetstream.LimitsPolicy, 0},
 	}
 	for name, w := range want {
 		cfg := streamInfo(t, js, name).Config
@@ -112,8 +112,14 @@ func TestEnsureIsSafeToRaceAndToRepeat(t *testing.T) {
 		}
 	}
 	for _, bucket := range []string{topology.BucketClaims, topology.BucketRuns} {
-		if _, err := js.KeyValue(context.Background(), bucket); err != nil {
-			t.Errorf("bucket %s: %v", bucket, err)
+		kv, err := js.KeyValue(context.Background(), bucket)
+		if err != nil {
+			t.Fatalf("bucket %s: %v", bucket, err)
+		}
+		// Nothing of a run expires by age: a long or paused run must not
+		// lose its record or its claims.
+		if st, err := kv.Status(context.Background()); err != nil || st.TTL() != 0 {
+			t.Errorf("bucket %s: TTL %v, %v; want none", bucket, ttl(st), err)
 		}
 	}
 }
@@ -122,10 +128,10 @@ func TestEnsureAppliesAChangedConfig(t *testing.T) {
 	t.Parallel()
 	_, js := setup(t)
 	ensure(t, js, topology.Config{})
-	ensure(t, js, topology.Config{StatusMaxAge: time.Hour, DuplicateWindow: time.Minute})
-	cfg := streamInfo(t, js, topology.StreamStatus).Config
+	ensure(t, js, topology.Config{WorkMaxAge: time.Hour, DuplicateWindow: time.Minute})
+	cfg := streamInfo(t, js, topology.StreamDone).Config
 	if cfg.MaxAge != time.Hour || cfg.Duplicates != time.Minute {
-		t.Fatalf("status stream after the change: max age %v, duplicates %v", cfg.MaxAge, cfg.Duplicates)
+		t.Fatalf("done stream after the change: max age %v, duplicates %v", cfg.MaxAge, cfg.Duplicates)
 	}
 	s, _ := topology.DefaultConsumer(topology.Writer)
 	s.AckWait = 90 * time.Second
@@ -151,7 +157,7 @@ func TestCreateOnlyLeavesWhatExistsAsItIsAndCreatesWhatIsMissing(t *testing.T) {
 	// The deployed workers' (or the operators') settings.
 	submitter, _ := topology.DefaultConsumer(topology.Submitter)
 	submitter.AckWait = 90 * time.Second
-	deployed := topology.Config{StatusMaxAge: time.Hour, RunsMaxAge: 2 * time.Hour, ClaimsMaxAge: 3 * time.Hour, DuplicateWindow: time.Minute}
+	deployed := topology.Config{WorkMaxAge: 2 * time.Hour, DuplicateWindow: time.Minute}
 	if _, err := topology.EnsureAll(ctx, js, deployed, submitter); err != nil {
 		t.Fatal(err)
 	}
@@ -165,26 +171,18 @@ func TestCreateOnlyLeavesWhatExistsAsItIsAndCreatesWhatIsMissing(t *testing.T) {
 	}
 
 	// A feeder with its own idea of the settings.
-	feeder := topology.Config{CreateOnly: true, StatusMaxAge: 48 * time.Hour, RunsMaxAge: 5 * time.Hour,
-		ClaimsMaxAge: 24 * time.Hour, DuplicateWindow: 30 * time.Second, WorkMaxAge: time.Hour}
+	feeder := topology.Config{CreateOnly: true, DuplicateWindow: 30 * time.Second, WorkMaxAge: time.Hour}
 	topo, err := topology.EnsureAll(ctx, js, feeder)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("existing streams, buckets and consumers are unchanged", func(t *testing.T) {
-		if cfg := streamInfo(t, js, topology.StreamStatus).Config; cfg.MaxAge != time.Hour || cfg.Duplicates != time.Minute {
-			t.Errorf("status stream: max age %v, duplicates %v; want 1h and 1m", cfg.MaxAge, cfg.Duplicates)
+		if cfg := streamInfo(t, js, topology.StreamStatus).Config; cfg.MaxAge != 0 || cfg.Duplicates != time.Minute {
+			t.Errorf("status stream: max age %v, duplicates %v; want none and 1m", cfg.MaxAge, cfg.Duplicates)
 		}
-		if cfg := streamInfo(t, js, topology.StreamPayloads).Config; cfg.MaxAge != 0 || cfg.Duplicates != time.Minute {
-			t.Errorf("payload stream: max age %v, duplicates %v; want none and 1m", cfg.MaxAge, cfg.Duplicates)
-		}
-		claims, err := js.KeyValue(ctx, topology.BucketClaims)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st, err := claims.Status(ctx); err != nil || st.TTL() != 3*time.Hour {
-			t.Errorf("claims bucket: %v, %v; want a 3h TTL", ttl(st), err)
+		if cfg := streamInfo(t, js, topology.StreamPayloads).Config; cfg.MaxAge != 2*time.Hour || cfg.Duplicates != time.Minute {
+			t.Errorf("payload stream: max age %v, duplicates %v; want 2h and 1m", cfg.MaxAge, cfg.Duplicates)
 		}
 		c, err := js.Consumer(ctx, topology.StreamPayloads, string(topology.Submitter))
 		if err != nil {
@@ -199,12 +197,8 @@ func TestCreateOnlyLeavesWhatExistsAsItIsAndCreatesWhatIsMissing(t *testing.T) {
 			cfg.Retention != jetstream.WorkQueuePolicy {
 			t.Errorf("done stream: %+v", cfg)
 		}
-		runs, err := js.KeyValue(ctx, topology.BucketRuns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st, err := runs.Status(ctx); err != nil || st.TTL() != 5*time.Hour {
-			t.Errorf("runs bucket: %v, %v; want a 5h TTL", ttl(st), err)
+		if _, err := js.KeyValue(ctx, topology.BucketRuns); err != nil {
+			t.Errorf("runs bucket: %v", err)
 		}
 		if _, err := js.Consumer(ctx, topology.StreamDone, string(topology.Writer)); err != nil {
 			t.Errorf("writer consumer: %v", err)
@@ -247,7 +241,7 @@ func ttl(st jetstream.KeyValueStatus) time.Duration {
 func TestConfigAndSettingsAreValidated(t *testing.T) {
 	t.Parallel()
 	_, js := setup(t)
-	for _, cfg := range []topology.Config{{Replicas: 7}, {WorkMaxAge: time.Second}, {StatusMaxAge: -time.Hour}} {
+	for _, cfg := range []topology.Config{{Replicas: 7}, {WorkMaxAge: time.Second}, {WorkMaxAge: -time.Hour}} {
 		if _, err := topology.Ensure(context.Background(), js, cfg); err == nil {
 			t.Errorf("Ensure(%+v) succeeded", cfg)
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/destination/internal/core"
 )
 
@@ -87,7 +88,7 @@ func Run(t *testing.T, s Setup) {
 		if got.size != StreamSize || got.sum != sum {
 			t.Fatalf("read back %d bytes with hash %x, want %d bytes with hash %x", got.size, got.sum, StreamSize, sum)
 		}
-		if s.MaxStreamAlloc != 0 && !raceEnabled && allocated > s.MaxStreamAlloc {
+		if s.MaxStreamAlloc != 0 && !testutil.RaceEnabled && allocated > s.MaxStreamAlloc {
 			t.Fatalf("putting %d bytes allocated %d bytes, want at most %d: the body is buffered", StreamSize, allocated, s.MaxStreamAlloc)
 		}
 		t.Logf("putting %d MB allocated %.1f MB", StreamSize>>20, float64(allocated)/(1<<20))

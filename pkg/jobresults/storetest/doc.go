@@ -13,7 +13,8 @@
 // The suite covers the seed's write rules, every query, soft-failure and
 // distinct-document counting, stage filters, unique-error grouping and
 // order, versioned batch writes, document-order streaming, scoping, bad
-// input, cancelled contexts, concurrent writers, the regressions of the
+// input, cancelled contexts, concurrent writers, the finish stamp that
+// retention counts from, the regressions of the
 // origin system's changelog that apply to a ledger, and a randomized
 // comparison against a reference model.
 package storetest

@@ -43,6 +43,7 @@ func Run(t *testing.T, newLedger NewLedger) {
 	cases = append(cases, scopeCases...)
 	cases = append(cases, concurrencyCases...)
 	cases = append(cases, modelCases...)
+	cases = append(cases, finishCases...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -244,8 +245,10 @@ func normalize(v any) any {
 	}
 	switch x := v.(type) {
 	case jobresults.Record:
-		x.Time = norm(x.Time)
+		x.Time, x.FinishedAt = norm(x.Time), norm(x.FinishedAt)
 		return x
+	case time.Time:
+		return norm(x)
 	case []jobresults.Record:
 		out := make([]jobresults.Record, len(x))
 		for i, r := range x {

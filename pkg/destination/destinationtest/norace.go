@@ -1,5 +1,0 @@
-//go:build !race
-
-package destinationtest
-
-const raceEnabled = false
