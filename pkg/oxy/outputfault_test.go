@@ -78,6 +78,7 @@ func stoppingClient(t *testing.T, dests destination.Config) *oxy.Client {
 				// race detector: a POST cut short by its own timeout has an
 				// unknown outcome, which is another test's subject.
 				sc.SubmitTimeout, sc.Consumer.HandlerTimeout, sc.ClaimStaleAfter = 5*time.Second, 10*time.Second, 15*time.Second
+				sc.ClaimRecheck = 2 * time.Second
 			}
 		},
 	})

@@ -234,18 +234,18 @@ func TestFaultTheMarkSurvivesAClaimThatCannotBeRead(t *testing.T) {
 	}
 	t.Run("at the last delivery", func(t *testing.T) {
 		t.Parallel()
-		e := setup(t, options{maxDeliver: 2})
+		e := setup(t, options{maxDeliver: 3})
 		deleteClaims(e)
 		e.feedUniversal(0, 1)
 		e.start()
 		evs := e.settled()
 
-		if len(evs) != 2 || evs[0].Outcome != messages.SoftFailure {
-			t.Fatalf("events = %+v, want a soft failure then the hard one", evs)
+		if len(evs) != 3 || evs[0].Outcome != messages.SoftFailure || evs[1].Outcome != messages.SoftFailure {
+			t.Fatalf("events = %+v, want two soft failures then the hard one", evs)
 		}
-		markedUnsubmitted(t, evs[1])
-		if !strings.Contains(evs[1].Reason, "the payload's claim could not be read") {
-			t.Fatalf("reason %q does not say why", evs[1].Reason)
+		markedUnsubmitted(t, evs[2])
+		if !strings.Contains(evs[2].Reason, "the payload's claim could not be read") {
+			t.Fatalf("reason %q does not say why", evs[2].Reason)
 		}
 		if e.requests(emulator.EndpointSubmit) != 0 {
 			t.Fatal("a payload without a claim was sent")
@@ -253,16 +253,23 @@ func TestFaultTheMarkSurvivesAClaimThatCannotBeRead(t *testing.T) {
 	})
 	t.Run("in the dead letter", func(t *testing.T) {
 		t.Parallel()
-		e := setup(t, options{maxDeliver: 2, configure: func(c *submitter.Config) {
-			c.ClaimStaleAfter = time.Hour
-			c.ClaimRecheck = 20 * time.Millisecond
+		// Short handler calls, so that the fewest deliveries the settings
+		// allow (3) wait out a claim at a few hundred milliseconds each.
+		e := setup(t, options{maxDeliver: 3, configure: func(c *submitter.Config) {
+			c.Consumer.HandlerTimeout, c.SubmitTimeout, c.KVTimeout = 600*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+			c.ClaimStaleAfter, c.ClaimRecheck = 600*time.Millisecond, 600*time.Millisecond
 		}})
-		if _, err := e.topo.Claims().Acquire(context.Background(), run, "0", 0, "slow-pod", time.Now()); err != nil {
+		// A claim held by a live submitter that stays young throughout: the
+		// payload's deliveries run out waiting for it, and the dead letter
+		// keeps waiting too, until the claim cannot be read.
+		if _, err := e.topo.Claims().Acquire(context.Background(), run, "0", 0, "slow-pod", time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		e.feedUniversal(0, 1)
 		e.start()
-		testutil.Eventually(t, 10*time.Second, "two waits", func() bool { return e.counter("oxy_submitter_payloads_total", "wait") == 2 })
+		testutil.Eventually(t, 10*time.Second, "the deliveries' waits and one in the dead letter", func() bool {
+			return e.counter("oxy_submitter_payloads_total", "wait") >= 4
+		})
 		deleteClaims(e)
 		evs := e.settled()
 
