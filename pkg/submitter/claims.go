@@ -27,7 +27,8 @@ func (s *Submitter) kvContext(ctx context.Context) (context.Context, context.Can
 // (the create's has run out): if it is the one this call wrote, it is ours.
 // When it cannot be read back either, the time this call wrote is
 // remembered (unconfirmed), and a later delivery that finds exactly that
-// claim takes it as its own: no request was sent under it. (Without this,
+// claim — whether its own create or its read-back finds it — takes it as
+// its own: no request was sent under it. (Without this,
 // the claim would look like a submission in flight, be waited for until
 // stale and end as a false "outcome unknown" that nothing ever billed: a
 // broker slow enough to time out one bucket operation made whole batches
@@ -53,31 +54,36 @@ func (s *Submitter) acquire(ctx context.Context, it *item) (*topology.ClaimRef, 
 		got, gerr := s.claims.Get(kctx, it.env.Run, it.env.Doc)
 		cancel()
 		switch {
-		case gerr == nil && got.Claim.State == messages.ClaimHeld && got.Claim.By == s.cfg.Instance &&
-			got.Claim.ClaimedAt.Equal(now) && got.Claim.Attempt == it.env.Attempt:
+		case gerr == nil && s.ownClaim(it, got.Claim, now):
 			return got, nil
+		case gerr == nil && s.adopt(it, *got):
+			return got, nil // an earlier lost create of this process landed
 		case gerr == nil, errors.Is(gerr, topology.ErrNoClaim):
 			return nil, err // not written, or someone else's: the caller retries
 		}
 	}
-	s.unconfirmed.Store(key, now)
+	s.unconfirmed.remember(key, now)
 	return nil, err
+}
+
+// ownClaim reports whether c is the claim this process wrote for the item
+// at the time at.
+func (s *Submitter) ownClaim(it *item, c messages.Claim, at time.Time) bool {
+	return c.State == messages.ClaimHeld && c.By == s.cfg.Instance && c.Attempt == it.env.Attempt && c.ClaimedAt.Equal(at)
 }
 
 // isUnconfirmed reports whether c is a claim this process wrote for the
 // item without learning it (see acquire).
 func (s *Submitter) isUnconfirmed(it *item, c messages.Claim) bool {
-	at, ok := s.unconfirmed.Load(messages.ClaimKey(it.env.Run, it.env.Doc))
-	return ok && c.State == messages.ClaimHeld && c.By == s.cfg.Instance && c.Attempt == it.env.Attempt && c.ClaimedAt.Equal(at.(time.Time))
+	return s.ownClaim(it, c, c.ClaimedAt) && s.unconfirmed.has(messages.ClaimKey(it.env.Run, it.env.Doc), c.ClaimedAt)
 }
 
 // adopt reports whether ref is a claim this process wrote for the item
 // without learning it (see acquire), which the item may take as its own.
 // Of two deliveries of the doc that try at once, one adopts it.
 func (s *Submitter) adopt(it *item, ref topology.ClaimRef) bool {
-	key := messages.ClaimKey(it.env.Run, it.env.Doc)
-	at, ok := s.unconfirmed.Load(key)
-	return ok && s.isUnconfirmed(it, ref.Claim) && s.unconfirmed.CompareAndDelete(key, at)
+	return s.ownClaim(it, ref.Claim, ref.Claim.ClaimedAt) &&
+		s.unconfirmed.take(messages.ClaimKey(it.env.Run, it.env.Doc), ref.Claim.ClaimedAt)
 }
 
 // release gives the claim back because the API created no job. A lost
@@ -139,7 +145,7 @@ func (s *Submitter) moveClaim(ctx context.Context, it *item, state messages.Clai
 		// released (see acquire). Elsewhere (after a restart) the claim
 		// looks like a request in flight and ends, once stale, as an
 		// unknown outcome rather than risk a second bill.
-		s.unconfirmed.Store(messages.ClaimKey(ref.Claim.Run, ref.Claim.Doc), ref.Claim.ClaimedAt.UTC())
+		s.unconfirmed.remember(messages.ClaimKey(ref.Claim.Run, ref.Claim.Doc), ref.Claim.ClaimedAt)
 		s.log.Error("could not release a claim; this process takes it back at the payload's next delivery",
 			zap.String("run", ref.Claim.Run), zap.String("doc", ref.Claim.Doc), zap.Error(err))
 		return

@@ -10,5 +10,5 @@ import (
 // whose answer was lost and could not be read back: s wrote a claim
 // claimed at `at` and does not know it.
 func LoseClaimAnswer(s *Submitter, run, doc string, at time.Time) {
-	s.unconfirmed.Store(messages.ClaimKey(run, doc), at.UTC())
+	s.unconfirmed.remember(messages.ClaimKey(run, doc), at)
 }

@@ -178,6 +178,10 @@ func TestFaultAClaimWhoseAnswerWasLostIsTakenBackNotAnUnknownOutcome(t *testing.
 		t.Fatal(err)
 	}
 	submitter.LoseClaimAnswer(e.sub, run, "0", at)
+	// A second lost create of the same doc, which did not land (the first
+	// one's claim was there): both are remembered, and the claim in the
+	// bucket is still recognised as this process's.
+	submitter.LoseClaimAnswer(e.sub, run, "0", at.Add(time.Second))
 	// Another submitter's claim of the same age is still waited for.
 	if _, err := e.topo.Claims().Acquire(context.Background(), run, "1", 0, e.cfg.Instance+"-other", at); err != nil {
 		t.Fatal(err)

@@ -32,10 +32,10 @@ type Submitter struct {
 	// their payloads go singly for the rest of this process.
 	noBatch sync.Map
 	// unconfirmed holds the claims this process left "claimed" although it
-	// sent no request under them (claim key → their ClaimedAt): a create
-	// whose answer was lost, a release that did not land. The payload's
-	// next delivery here takes such a claim back (see acquire).
-	unconfirmed sync.Map
+	// sent no request under them: a create whose answer was lost, a release
+	// that did not land. The payload's next delivery here takes such a
+	// claim back (see acquire).
+	unconfirmed unconfirmedClaims
 }
 
 var _ health.Checker = (*Submitter)(nil)
