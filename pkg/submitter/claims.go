@@ -25,14 +25,14 @@ func (s *Submitter) kvContext(ctx context.Context) (context.Context, context.Can
 // acquire claims the item's doc. When the answer of the create is lost (a
 // timeout, a reconnect), the claim is read back, on a context of its own
 // (the create's has run out): if it is the one this call wrote, it is ours.
-// When it cannot be read back either, the time this call wrote is
-// remembered (unconfirmed), and a later delivery that finds exactly that
-// claim — whether its own create or its read-back finds it — takes it as
-// its own: no request was sent under it. (Without this,
-// the claim would look like a submission in flight, be waited for until
-// stale and end as a false "outcome unknown" that nothing ever billed: a
-// broker slow enough to time out one bucket operation made whole batches
-// of docs end that way.)
+// Otherwise the time this call wrote is remembered (unconfirmed): a write
+// whose answer timed out may still land after the read-back, and a later
+// delivery that finds exactly that claim (through its own create or its
+// read-back) takes it as its own, since no request was sent under it.
+// Without this, the claim would look like a submission in flight, be waited
+// for until stale and end as a false "outcome unknown" that nothing ever
+// billed: a broker slow enough to time out one bucket operation made whole
+// batches of docs end that way.
 func (s *Submitter) acquire(ctx context.Context, it *item) (*topology.ClaimRef, error) {
 	now := time.Now().UTC()
 	kctx, cancel := s.kvContext(ctx)
@@ -41,6 +41,7 @@ func (s *Submitter) acquire(ctx context.Context, it *item) (*topology.ClaimRef, 
 	var held *topology.ClaimHeldError
 	switch {
 	case err == nil:
+		s.unconfirmed.forget(messages.ClaimKey(it.env.Run, it.env.Doc))
 		return ref, nil
 	case errors.As(err, &held):
 		if s.adopt(it, held.Held) {
@@ -48,21 +49,23 @@ func (s *Submitter) acquire(ctx context.Context, it *item) (*topology.ClaimRef, 
 		}
 		return nil, err
 	}
-	key := messages.ClaimKey(it.env.Run, it.env.Doc)
+	// Whatever the read-back shows, this call's write may still land later
+	// (the broker may hold it while the answer timed out), so its time is
+	// remembered unless the claim read back is this call's or an earlier
+	// lost one's.
+	s.unconfirmed.remember(messages.ClaimKey(it.env.Run, it.env.Doc), now)
+readBack:
 	for range kvAttempts {
 		kctx, cancel := s.kvContext(ctx)
 		got, gerr := s.claims.Get(kctx, it.env.Run, it.env.Doc)
 		cancel()
 		switch {
-		case gerr == nil && s.ownClaim(it, got.Claim, now):
-			return got, nil
 		case gerr == nil && s.adopt(it, *got):
-			return got, nil // an earlier lost create of this process landed
+			return got, nil // this call's claim, or an earlier lost create's
 		case gerr == nil, errors.Is(gerr, topology.ErrNoClaim):
-			return nil, err // not written, or someone else's: the caller retries
+			break readBack // not written (yet), or someone else's: the caller retries
 		}
 	}
-	s.unconfirmed.remember(key, now)
 	return nil, err
 }
 

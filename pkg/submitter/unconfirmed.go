@@ -62,3 +62,12 @@ func (u *unconfirmedClaims) take(key string, at time.Time) bool {
 	delete(u.times, key)
 	return true
 }
+
+// forget drops the key: the doc's claim was created anew, so no earlier
+// write of this process can land any more (a create only lands on no
+// claim).
+func (u *unconfirmedClaims) forget(key string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.times, key)
+}
