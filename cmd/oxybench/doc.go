@@ -35,7 +35,7 @@
 // counters; the status events, from which each doc's times come, are read
 // afterwards by an ordered consumer, so that no consumer outside the
 // pipeline takes CPU during the measured time. No statusworker runs: its
-// own benchmark is in pkg/statusworker.
+// own benchmark is in internal/statusworker.
 //
 // --dir puts the broker's store and the results in a folder of your
 // choice: a fresh one per run on ext4 (creating files right after many

@@ -13,16 +13,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/oxypipe/oxypipe/internal/natsserver"
+	"github.com/oxypipe/oxypipe/internal/poller"
+	"github.com/oxypipe/oxypipe/internal/stage"
+	"github.com/oxypipe/oxypipe/internal/submitter"
+	"github.com/oxypipe/oxypipe/internal/topology"
+	"github.com/oxypipe/oxypipe/internal/writer"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/natsserver"
-	"github.com/oxypipe/oxypipe/pkg/poller"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
-	"github.com/oxypipe/oxypipe/pkg/stage"
-	"github.com/oxypipe/oxypipe/pkg/submitter"
-	"github.com/oxypipe/oxypipe/pkg/topology"
-	"github.com/oxypipe/oxypipe/pkg/writer"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 

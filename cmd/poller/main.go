@@ -15,10 +15,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/oxypipe/oxypipe/pkg/poller"
-	"github.com/oxypipe/oxypipe/pkg/stage"
-	"github.com/oxypipe/oxypipe/pkg/topology"
-	"github.com/oxypipe/oxypipe/pkg/worker"
+	"github.com/oxypipe/oxypipe/internal/poller"
+	"github.com/oxypipe/oxypipe/internal/stage"
+	"github.com/oxypipe/oxypipe/internal/topology"
+	"github.com/oxypipe/oxypipe/internal/worker"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 

@@ -25,11 +25,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.uber.org/zap"
 
+	"github.com/oxypipe/oxypipe/internal/redact"
+	"github.com/oxypipe/oxypipe/internal/statusworker"
+	"github.com/oxypipe/oxypipe/internal/worker"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
-	"github.com/oxypipe/oxypipe/pkg/redact"
 	"github.com/oxypipe/oxypipe/pkg/retry"
-	"github.com/oxypipe/oxypipe/pkg/statusworker"
-	"github.com/oxypipe/oxypipe/pkg/worker"
 )
 
 func main() { os.Exit(worker.Main(os.Args[1:], spec(os.Getenv))) }

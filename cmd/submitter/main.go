@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/oxypipe/oxypipe/internal/submitter"
+	"github.com/oxypipe/oxypipe/internal/worker"
 	"github.com/oxypipe/oxypipe/pkg/payload"
-	"github.com/oxypipe/oxypipe/pkg/submitter"
-	"github.com/oxypipe/oxypipe/pkg/worker"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 

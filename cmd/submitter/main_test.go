@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oxypipe/oxypipe/pkg/worker"
+	"github.com/oxypipe/oxypipe/internal/worker"
 )
 
 // Nothing listens on port 1: every case must be decided before connecting.

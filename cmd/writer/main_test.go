@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oxypipe/oxypipe/pkg/worker"
+	"github.com/oxypipe/oxypipe/internal/worker"
 )
 
 func env(vars map[string]string) func(string) string {

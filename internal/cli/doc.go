@@ -3,7 +3,7 @@
 //
 // The commands are thin. Each parses its own pflag.FlagSet, checks everything
 // that can be checked before a request is sent, and hands the work to the
-// library packages (pkg/local, pkg/feeder, pkg/progress, pkg/wsa,
+// library packages (internal/local, internal/feeder, internal/progress, pkg/wsa,
 // pkg/destination, pkg/emulator), so that a program using the Go API and a
 // user at a shell get the same behaviour.
 //

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/oxypipe/oxypipe/pkg/redact"
+	"github.com/oxypipe/oxypipe/internal/redact"
 )
 
 // Exit codes of oxy (reference B7).

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/destination"
-	"github.com/oxypipe/oxypipe/pkg/redact"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )

@@ -25,7 +25,7 @@ const (
 	// envRetryUnknown is the submitter's variable too (cmd/submitter).
 	envRetryUnknown = "OXY_RETRY_UNKNOWN_ONCE"
 	envStopTimeout  = "OXY_STOP_TIMEOUT"
-	// envNATSReplicas is the workers' variable (pkg/worker): the replicas of
+	// envNATSReplicas is the workers' variable (internal/worker): the replicas of
 	// streams created when none exist yet.
 	envNATSReplicas = "OXY_NATS_REPLICAS"
 )

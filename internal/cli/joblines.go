@@ -6,8 +6,8 @@ import (
 	"io"
 	"sync"
 
+	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/payload"
-	"github.com/oxypipe/oxypipe/pkg/redact"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 

@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/progress"
+	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/payload"
-	"github.com/oxypipe/oxypipe/pkg/progress"
-	"github.com/oxypipe/oxypipe/pkg/redact"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )

@@ -14,15 +14,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/feeder"
+	"github.com/oxypipe/oxypipe/internal/natsconn"
+	"github.com/oxypipe/oxypipe/internal/redact"
+	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
-	"github.com/oxypipe/oxypipe/pkg/feeder"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/natsconn"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
-	"github.com/oxypipe/oxypipe/pkg/redact"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
-	"github.com/oxypipe/oxypipe/pkg/topology"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 

@@ -13,9 +13,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/oxypipe/oxypipe/pkg/progress"
-	"github.com/oxypipe/oxypipe/pkg/redact"
-	"github.com/oxypipe/oxypipe/pkg/statusworker"
+	"github.com/oxypipe/oxypipe/internal/progress"
+	"github.com/oxypipe/oxypipe/internal/redact"
+	"github.com/oxypipe/oxypipe/internal/statusworker"
 )
 
 // statusTimeout bounds each request to the statusworker.

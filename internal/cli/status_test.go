@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/statusworker"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
-	"github.com/oxypipe/oxypipe/pkg/statusworker"
 )
 
 // statusServer answers the statusworker's routes for one completed run with

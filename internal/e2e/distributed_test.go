@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/natsserver"
 	"github.com/oxypipe/oxypipe/internal/testutil"
-	"github.com/oxypipe/oxypipe/pkg/natsserver"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/statusworker"
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
-	"github.com/oxypipe/oxypipe/pkg/statusworker"
 )
 
 // TestCtrlCStopsSubmittingAndWritesTheRunLog interrupts a run half-way

@@ -33,7 +33,7 @@
 // writer) and a claim left inside a request is declared "outcome unknown"
 // only after ClaimStaleAfter (150 s). The SIGKILL tests therefore run, by
 // default, as children of the test binary itself: the same worker shell
-// (pkg/worker) and stage packages in a separate process, with test-sized
+// (internal/worker) and stage packages in a separate process, with test-sized
 // timings (AckWait 2 s, ClaimStaleAfter 8 s). Set
 // OXY_PIPELINETEST_REAL_BINARIES=1 to run them against the built binaries
 // instead; they then take about five minutes. The SIGTERM tests always use

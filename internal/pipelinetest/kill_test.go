@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
-	"github.com/oxypipe/oxypipe/pkg/topology"
 )
 
 // killSetup is what differs between the children of this test binary (the

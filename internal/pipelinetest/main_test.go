@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/oxypipe/oxypipe/pkg/topology"
-	"github.com/oxypipe/oxypipe/pkg/worker"
+	"github.com/oxypipe/oxypipe/internal/topology"
+	"github.com/oxypipe/oxypipe/internal/worker"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
-	"github.com/oxypipe/oxypipe/pkg/topology"
 )
 
 // malformed is one broken message and the hard failure it must become.

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/natsserver"
+	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
-	"github.com/oxypipe/oxypipe/pkg/natsserver"
-	"github.com/oxypipe/oxypipe/pkg/topology"
 )
 
 // logsEnv names a folder where the logs of every worker process are saved

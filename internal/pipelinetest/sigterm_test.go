@@ -11,11 +11,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/oxypipe/oxypipe/internal/testutil"
+	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
-	"github.com/oxypipe/oxypipe/pkg/topology"
 )
 
 // gracePeriod is the longest a worker binary may take to exit after

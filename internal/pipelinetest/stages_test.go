@@ -9,15 +9,15 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
+	"github.com/oxypipe/oxypipe/internal/natsserver/natstest"
+	"github.com/oxypipe/oxypipe/internal/poller"
+	"github.com/oxypipe/oxypipe/internal/stage"
+	"github.com/oxypipe/oxypipe/internal/submitter"
+	"github.com/oxypipe/oxypipe/internal/topology"
+	"github.com/oxypipe/oxypipe/internal/writer"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
-	"github.com/oxypipe/oxypipe/pkg/natsserver/natstest"
-	"github.com/oxypipe/oxypipe/pkg/poller"
 	"github.com/oxypipe/oxypipe/pkg/retry"
-	"github.com/oxypipe/oxypipe/pkg/stage"
-	"github.com/oxypipe/oxypipe/pkg/submitter"
-	"github.com/oxypipe/oxypipe/pkg/topology"
-	"github.com/oxypipe/oxypipe/pkg/writer"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 

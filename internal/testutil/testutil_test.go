@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/oxypipe/oxypipe/internal/natsserver/natstest"
 	"github.com/oxypipe/oxypipe/internal/testutil"
-	"github.com/oxypipe/oxypipe/pkg/natsserver/natstest"
 )
 
 func TestEventuallyReturnsOnceTheConditionHolds(t *testing.T) {

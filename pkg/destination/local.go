@@ -13,8 +13,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/destination/internal/core"
-	"github.com/oxypipe/oxypipe/pkg/redact"
 )
 
 // LocalConfig configures local folders.

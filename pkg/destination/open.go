@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/destination/azuredest"
 	"github.com/oxypipe/oxypipe/pkg/destination/gcsdest"
 	"github.com/oxypipe/oxypipe/pkg/destination/internal/core"
 	"github.com/oxypipe/oxypipe/pkg/destination/s3dest"
-	"github.com/oxypipe/oxypipe/pkg/redact"
 )
 
 // Config configures Open. The zero value opens every kind of location with

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oxypipe/oxypipe/pkg/redact"
+	"github.com/oxypipe/oxypipe/internal/redact"
 )
 
 // never is the finish time of a job that stays pending.

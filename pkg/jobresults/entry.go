@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/oxypipe/oxypipe/pkg/redact"
+	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 

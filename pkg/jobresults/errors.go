@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/oxypipe/oxypipe/pkg/redact"
+	"github.com/oxypipe/oxypipe/internal/redact"
 )
 
 var (

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/oxypipe/oxypipe/pkg/redact"
+	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 

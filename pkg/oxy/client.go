@@ -10,10 +10,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"github.com/oxypipe/oxypipe/pkg/feeder"
-	"github.com/oxypipe/oxypipe/pkg/local"
-	"github.com/oxypipe/oxypipe/pkg/submitter"
-	"github.com/oxypipe/oxypipe/pkg/topology"
+	"github.com/oxypipe/oxypipe/internal/feeder"
+	"github.com/oxypipe/oxypipe/internal/local"
+	"github.com/oxypipe/oxypipe/internal/submitter"
+	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 

@@ -7,11 +7,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
+	"github.com/oxypipe/oxypipe/internal/local"
+	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
-	"github.com/oxypipe/oxypipe/pkg/local"
-	"github.com/oxypipe/oxypipe/pkg/topology"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 

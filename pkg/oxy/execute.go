@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/feeder"
+	"github.com/oxypipe/oxypipe/internal/progress"
+	"github.com/oxypipe/oxypipe/internal/redact"
+	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/destination"
-	"github.com/oxypipe/oxypipe/pkg/feeder"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/payload"
-	"github.com/oxypipe/oxypipe/pkg/progress"
-	"github.com/oxypipe/oxypipe/pkg/redact"
-	"github.com/oxypipe/oxypipe/pkg/topology"
 )
 
 // Options configures one run.

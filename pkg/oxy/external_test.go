@@ -7,9 +7,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/oxypipe/oxypipe/pkg/natsserver/natstest"
+	"github.com/oxypipe/oxypipe/internal/natsserver/natstest"
+	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
-	"github.com/oxypipe/oxypipe/pkg/topology"
 )
 
 // A client on an external NATS uses the deployed topology as it is: its

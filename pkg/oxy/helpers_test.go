@@ -11,15 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/local"
+	"github.com/oxypipe/oxypipe/internal/poller"
+	"github.com/oxypipe/oxypipe/internal/statusworker"
+	"github.com/oxypipe/oxypipe/internal/submitter"
+	"github.com/oxypipe/oxypipe/internal/topology"
+	"github.com/oxypipe/oxypipe/internal/writer"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
-	"github.com/oxypipe/oxypipe/pkg/local"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/payload"
-	"github.com/oxypipe/oxypipe/pkg/poller"
-	"github.com/oxypipe/oxypipe/pkg/statusworker"
-	"github.com/oxypipe/oxypipe/pkg/submitter"
-	"github.com/oxypipe/oxypipe/pkg/topology"
-	"github.com/oxypipe/oxypipe/pkg/writer"
 )
 
 // fastJobs is how long an emulated job is pending in these tests.

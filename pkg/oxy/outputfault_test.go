@@ -19,16 +19,16 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/oxypipe/oxypipe/internal/local"
+	"github.com/oxypipe/oxypipe/internal/progress"
+	"github.com/oxypipe/oxypipe/internal/statusworker"
+	"github.com/oxypipe/oxypipe/internal/submitter"
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/destination/s3dest"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
-	"github.com/oxypipe/oxypipe/pkg/local"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
-	"github.com/oxypipe/oxypipe/pkg/progress"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
-	"github.com/oxypipe/oxypipe/pkg/statusworker"
-	"github.com/oxypipe/oxypipe/pkg/submitter"
 )
 
 // These tests run the whole in-process pipeline into a destination that

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/feeder"
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
-	"github.com/oxypipe/oxypipe/pkg/feeder"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 )

@@ -11,16 +11,16 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/oxypipe/oxypipe/internal/feeder"
+	"github.com/oxypipe/oxypipe/internal/local"
+	"github.com/oxypipe/oxypipe/internal/natsserver/natstest"
+	"github.com/oxypipe/oxypipe/internal/submitter"
 	"github.com/oxypipe/oxypipe/internal/testutil"
+	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
-	"github.com/oxypipe/oxypipe/pkg/feeder"
-	"github.com/oxypipe/oxypipe/pkg/local"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/natsserver/natstest"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
-	"github.com/oxypipe/oxypipe/pkg/submitter"
-	"github.com/oxypipe/oxypipe/pkg/topology"
 )
 
 // A feeder killed part-way leaves docs fed, docs whose payload is in the

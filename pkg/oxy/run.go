@@ -7,9 +7,9 @@ import (
 	"iter"
 	"sync"
 
-	"github.com/oxypipe/oxypipe/pkg/feeder"
+	"github.com/oxypipe/oxypipe/internal/feeder"
+	"github.com/oxypipe/oxypipe/internal/progress"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/progress"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 

@@ -1,6 +1,6 @@
 package payload
 
-import "github.com/oxypipe/oxypipe/pkg/redact"
+import "github.com/oxypipe/oxypipe/internal/redact"
 
 // Redacted returns the payload's JSON (as JSON returns it) with the
 // credentials of every URL in it replaced by "redacted:redacted", for logs,

@@ -81,7 +81,7 @@ type Upload struct {
 
 // Line is one line of a run log. The JSON keys are exactly state, id,
 // payload, error and upload; ID is nil when no job exists. Payload must
-// already be redacted (see pkg/redact) when the line is written.
+// already be redacted (see internal/redact) when the line is written.
 type Line struct {
 	State   State           `json:"state"`
 	ID      *string         `json:"id"`

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"regexp"
 
-	"github.com/oxypipe/oxypipe/pkg/redact"
+	"github.com/oxypipe/oxypipe/internal/redact"
 )
 
 // Sentinels, re-exported by the root package. Implementations wrap the
@@ -68,7 +68,7 @@ func Fail(op, location, name string, err error) error {
 var secretParams = regexp.MustCompile(`(?i)((?:[?&;]|^)(?:sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|access_token|token|key|accountkey|sharedaccesssignature)=)[^&;\s"']+`)
 
 // Sanitize removes credentials from an error text: URL userinfo (through
-// pkg/redact) and secret query or connection-string values.
+// internal/redact) and secret query or connection-string values.
 func Sanitize(s string) string {
 	return secretParams.ReplaceAllString(redact.String(s), "${1}REDACTED")
 }

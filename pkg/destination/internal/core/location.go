@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/oxypipe/oxypipe/pkg/redact"
+	"github.com/oxypipe/oxypipe/internal/redact"
 )
 
 // OpenObjectStore does what every object store's New does first: it checks

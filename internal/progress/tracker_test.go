@@ -1,0 +1,252 @@
+package progress_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/oxypipe/oxypipe/internal/progress"
+	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/runlog"
+)
+
+const run = "20260929T170412.345Z"
+
+func product(n int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"source":"universal","url":"https://sandbox.oxylabs.io/products/%d"}`, n))
+}
+
+func success(doc int, dt messages.DataType, id string) *messages.StatusEvent {
+	ev := &messages.StatusEvent{Run: run, Doc: messages.DocID(doc), DataType: dt, Outcome: messages.Success, APIJobID: id}
+	if dt == messages.DataPayload {
+		ev.Payload = product(doc + 1)
+	}
+	return ev
+}
+
+func hard(doc int, dt messages.DataType, state runlog.State, id string, info *runlog.ErrorInfo, reason string) *messages.StatusEvent {
+	return &messages.StatusEvent{Run: run, Doc: messages.DocID(doc), DataType: dt, Outcome: messages.HardFailure, State: state, APIJobID: id, Error: info, Reason: reason}
+}
+
+func code(n int) *int { return &n }
+
+// seedRun applies the seed's three payloads: products/1 unfetched after a
+// 404, products/2 faulted, products/3 done and written.
+func seedRun(t *testing.T) (*progress.Tracker, []progress.Job) {
+	t.Helper()
+	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 3, Destination: "results"})
+	var finished []progress.Job
+	apply := func(ev *messages.StatusEvent) {
+		if j, ok := tr.Apply(ev); ok {
+			finished = append(finished, j)
+		}
+	}
+	for d := range 3 {
+		apply(success(d, messages.DataPayload, ""))
+	}
+	if got := tr.Progress().String(); got != "0/3 done, 3 unsubmitted, 0ms" {
+		t.Fatalf("after feeding: %q", got)
+	}
+	apply(success(0, messages.DataSubmitted, "7500000000000000001"))
+	apply(success(1, messages.DataSubmitted, "7500000000000000002"))
+	apply(success(2, messages.DataSubmitted, "7500000000000000003"))
+	apply(&messages.StatusEvent{Run: run, Doc: "2", DataType: messages.DataSubmitted, Outcome: messages.SoftFailure, Reason: "500 Internal Server Error"})
+	if got := tr.Progress().String(); got != "0/3 done, 3 pending, 1 retry, 0ms" {
+		t.Fatalf("after submitting: %q", got)
+	}
+	apply(hard(0, messages.DataSubmitted, runlog.Unfetched, "7500000000000000001",
+		&runlog.ErrorInfo{StatusCode: code(404), Message: "Not Found", TraceID: "00000001-000000000000000000000000"}, "404 Not Found"))
+	apply(hard(1, messages.DataSubmitted, runlog.Faulted, "7500000000000000002", nil, "the job faulted"))
+	apply(success(2, messages.DataDone, "7500000000000000003"))
+	if got := tr.Progress().String(); got != "1/3 done, 1 faulted, 1 unfetched, 1 retry, 0ms" {
+		t.Fatalf("after the checks: %q", got)
+	}
+	apply(success(2, messages.DataWritten, "7500000000000000003"))
+	return tr, finished
+}
+
+func TestTrackerFollowsTheSeedRun(t *testing.T) {
+	t.Parallel()
+	tr, finished := seedRun(t)
+	if got := tr.Progress().String(); got != "1/3 done, 1 faulted, 1 unfetched, 1 written, 1 retry, 0ms" {
+		t.Errorf("final progress = %q", got)
+	}
+	if tr.Finished() != 3 {
+		t.Errorf("finished = %d, want 3", tr.Finished())
+	}
+	var got []string
+	for _, j := range finished {
+		b, err := json.Marshal(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(b))
+	}
+	want := []string{
+		`{"doc":0,"id":"7500000000000000001","status":"unfetched","source":"universal","input":"https://sandbox.oxylabs.io/products/1","error":{"status_code":404,"message":"Not Found","trace_id":"00000001-000000000000000000000000"}}`,
+		`{"doc":1,"id":"7500000000000000002","status":"faulted","source":"universal","input":"https://sandbox.oxylabs.io/products/2","error":null}`,
+		`{"doc":2,"id":"7500000000000000003","status":"done","source":"universal","input":"https://sandbox.oxylabs.io/products/3","file":"results/7500000000000000003.json","error":null}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("finished jobs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	p, err := finished[1].ParsePayload()
+	if err != nil || string(p.JSON()) != string(product(2)) {
+		t.Errorf("ParsePayload = %s, %v", p.JSON(), err)
+	}
+}
+
+func TestTrackerNeverMovesADocBack(t *testing.T) {
+	t.Parallel()
+	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 2, Destination: "s3://bucket/out/"})
+	tr.Apply(success(0, messages.DataDone, "7500000000000000001"))
+	tr.Apply(success(0, messages.DataPayload, ""))                      // late
+	tr.Apply(success(0, messages.DataSubmitted, "7500000000000000001")) // late
+	if got := tr.Progress(); got.Done != 1 || got.Pending != 0 || got.Unsubmitted != 1 {
+		t.Fatalf("progress = %+v", got)
+	}
+	j, ok := tr.Apply(success(0, messages.DataWritten, "7500000000000000001"))
+	if !ok || j.File != "s3://bucket/out/7500000000000000001.json" || j.Payload == nil {
+		t.Fatalf("written: %v %+v", ok, j)
+	}
+	if _, ok := tr.Apply(success(0, messages.DataWritten, "7500000000000000001")); ok {
+		t.Error("a doc finished twice")
+	}
+	if _, ok := tr.Apply(hard(0, messages.DataDone, runlog.Unfetched, "7500000000000000001", nil, "late")); ok {
+		t.Error("a hard failure after the doc finished finished it again")
+	}
+	if _, ok := tr.Apply(success(7, messages.DataPayload, "")); ok {
+		t.Error("a doc beyond the total finished")
+	}
+	tr.Apply(&messages.StatusEvent{Run: run, Doc: messages.UnknownDocID("OXY_PAYLOADS", 4), DataType: messages.DataPayload, Outcome: messages.HardFailure})
+	if tr.Ignored() != 2 {
+		t.Errorf("Ignored() = %d, want 2", tr.Ignored())
+	}
+	if got := tr.Progress().String(); got != "1/2 done, 1 unsubmitted, 1 written, 0ms" {
+		t.Errorf("progress = %q", got)
+	}
+}
+
+func TestTrackerWriterFailureTurnsDoneIntoUnfetched(t *testing.T) {
+	t.Parallel()
+	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 1, Destination: "results"})
+	tr.Apply(success(0, messages.DataPayload, ""))
+	tr.Apply(success(0, messages.DataSubmitted, "7500000000000000001"))
+	tr.Apply(success(0, messages.DataDone, "7500000000000000001"))
+	j, ok := tr.Apply(hard(0, messages.DataDone, "", "", nil, "put results/7500000000000000001.json: access denied"))
+	if !ok || j.Status != runlog.Unfetched || j.ID != "7500000000000000001" || j.Error == nil || j.Error.StatusCode != nil {
+		t.Fatalf("job = %v %+v", ok, j)
+	}
+	if got := tr.Progress().String(); got != "0/1 done, 1 unfetched, 0ms" {
+		t.Errorf("progress = %q", got)
+	}
+	want := "Could not write job 7500000000000000001, because put results/7500000000000000001.json: access denied: universal https://sandbox.oxylabs.io/products/1"
+	if got := progress.ReportLines(tr.Problems()); len(got) != 1 || got[0] != want {
+		t.Errorf("report = %q", got)
+	}
+}
+
+func TestTrackerCountsUploads(t *testing.T) {
+	t.Parallel()
+	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 2})
+	ev := success(0, messages.DataDone, "1")
+	ev.Upload = &runlog.Upload{Code: 13000, Message: "ok"}
+	tr.Apply(ev)
+	ev = hard(1, messages.DataSubmitted, runlog.Faulted, "2", nil, "")
+	ev.Upload = &runlog.Upload{Code: 10001, Message: "exists"}
+	j, _ := tr.Apply(ev)
+	if j.Upload == nil || j.Upload.Code != 10001 {
+		t.Errorf("upload of the faulted job = %+v", j.Upload)
+	}
+	p := tr.Progress()
+	if p.Uploaded != 1 || p.Unuploaded != 1 {
+		t.Errorf("uploaded %d, unuploaded %d", p.Uploaded, p.Unuploaded)
+	}
+}
+
+func TestReportAndIncompleteRunError(t *testing.T) {
+	t.Parallel()
+	tr, _ := seedRun(t)
+	err := progress.NewIncompleteRunError(tr.Problems(), nil, false)
+	if err == nil || err.Error() != "1 unfetched" {
+		t.Fatalf("error = %v", err)
+	}
+	if ids := err.UnfetchedIDs(); len(ids) != 1 || ids[0] != "7500000000000000001" {
+		t.Errorf("UnfetchedIDs = %v", ids)
+	}
+	var b strings.Builder
+	if werr := progress.WriteReport(&b, tr.Problems(), err); werr != nil {
+		t.Fatal(werr)
+	}
+	want := "Stopped checking job 7500000000000000001, because the API returned 404 Not Found: universal https://sandbox.oxylabs.io/products/1\n" +
+		"Job 7500000000000000002 faulted: universal https://sandbox.oxylabs.io/products/2\n" +
+		"\n" +
+		"1 unfetched\n"
+	if b.String() != want {
+		t.Errorf("report:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestReportLinesForEveryProblem(t *testing.T) {
+	t.Parallel()
+	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 10})
+	for d := range 10 {
+		tr.Apply(success(d, messages.DataPayload, ""))
+	}
+	full := "Stopped submitting, because a write to the destination failed: no space left on device"
+	tr.Apply(hard(9, messages.DataPayload, runlog.Unsubmitted, "", &runlog.ErrorInfo{Message: full}, full))
+	stopped := &runlog.ErrorInfo{Message: "the run was stopped"}
+	unknown := &runlog.ErrorInfo{StatusCode: code(500), Message: "Internal Server Error; " + runlog.MayHaveBilled, MayHaveBilled: true}
+	tr.Apply(hard(8, messages.DataPayload, runlog.Unsubmitted, "", unknown, "500"))
+	tr.Apply(hard(7, messages.DataPayload, runlog.Unsubmitted, "", unknown, "500"))
+	tr.Apply(hard(6, messages.DataPayload, runlog.Unsubmitted, "", stopped, "the run was stopped"))
+	tr.Apply(hard(5, messages.DataPayload, runlog.Unsubmitted, "", stopped, "the run was stopped"))
+	tr.Apply(hard(4, messages.DataPayload, runlog.Unsubmitted, "", &runlog.ErrorInfo{StatusCode: code(403), Message: "Forbidden"}, "403 Forbidden"))
+	tr.Apply(hard(3, messages.DataPayload, runlog.Rejected, "", &runlog.ErrorInfo{StatusCode: code(400), Message: "The hostname cannot be an ip address.", TraceID: "x"}, ""))
+	tr.Apply(hard(2, messages.DataPayload, runlog.Rejected, "", &runlog.ErrorInfo{Message: "Parameter `url` has invalid top level domain format."}, ""))
+	tr.Apply(hard(1, messages.DataSubmitted, runlog.Unfetched, "7500000000000000002", nil, "still pending after 1h0m0s; stopped checking"))
+	tr.Apply(hard(0, messages.DataSubmitted, runlog.Faulted, "7500000000000000001", nil, ""))
+	want := []string{
+		"Job 7500000000000000001 faulted: universal https://sandbox.oxylabs.io/products/1",
+		"Stopped checking job 7500000000000000002, because still pending after 1h0m0s; stopped checking: universal https://sandbox.oxylabs.io/products/2",
+		"Rejected universal https://sandbox.oxylabs.io/products/3: Parameter `url` has invalid top level domain format.",
+		"Rejected universal https://sandbox.oxylabs.io/products/4: 400 The hostname cannot be an ip address.",
+		"Stopped submitting, because the API returned 403 Forbidden; 1 payload stays unsubmitted",
+		"Stopped submitting, because the run was stopped; 2 payloads stay unsubmitted",
+		"Not submitted again, because the API returned 500 Internal Server Error; " + runlog.MayHaveBilled + "; 2 payloads stay unsubmitted",
+		"Stopped submitting, because a write to the destination failed: no space left on device; 1 payload stays unsubmitted",
+	}
+	got := progress.ReportLines(tr.Problems())
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("report:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	err := progress.NewIncompleteRunError(tr.Problems(), nil, false)
+	if err.Error() != "2 rejected, 6 unsubmitted, 1 unfetched" {
+		t.Errorf("error = %q", err.Error())
+	}
+	if err.Rejections[0].Doc != 2 || err.Rejections[1].Doc != 3 || err.Unsubmitted[0].Doc != 4 {
+		t.Errorf("not in input order: %+v", err)
+	}
+}
+
+func TestIncompleteRunErrorIsNilOrStopped(t *testing.T) {
+	t.Parallel()
+	faulted := []progress.Job{{Doc: 0, ID: "1", Status: runlog.Faulted}}
+	if err := progress.NewIncompleteRunError(faulted, nil, true); err != nil {
+		t.Errorf("faulted jobs alone made an error: %v", err)
+	}
+	stop := &progress.StoppedError{Reason: "interrupted"}
+	if err := progress.NewIncompleteRunError(faulted, stop, true); err != nil {
+		t.Errorf("a stop that left every payload done or faulted made an error: %v", err)
+	}
+	err := progress.NewIncompleteRunError(nil, stop, false)
+	if err == nil || err.Error() != "the run stopped" {
+		t.Fatalf("error = %v", err)
+	}
+	var se *progress.StoppedError
+	if !errors.As(err, &se) || se.Reason != "interrupted" {
+		t.Errorf("cause = %v", err.Cause)
+	}
+}

@@ -1,0 +1,418 @@
+package progress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/oxypipe/oxypipe/internal/topology"
+	"github.com/oxypipe/oxypipe/pkg/messages"
+)
+
+// DefaultBuffer is how many finished jobs a Watcher holds for its caller
+// before it pauses reading events.
+const DefaultBuffer = 256
+
+// Config configures Watch.
+type Config struct {
+	// Topology reaches the status stream and the runs bucket. Required.
+	Topology *topology.Topology
+	// Run is the id of the run to watch. Required; the run must have been
+	// announced.
+	Run string
+	// Buffer is how many finished jobs wait for the caller (Next, Jobs)
+	// before the watcher pauses reading events; progress then stands still
+	// until the caller reads on, and nothing is lost (the stream keeps the
+	// events). Default DefaultBuffer.
+	Buffer int
+	// Now tells the time for Progress.Elapsed. Default time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults returns c with every unset field filled in.
+func (c Config) WithDefaults() Config {
+	if c.Buffer <= 0 {
+		c.Buffer = DefaultBuffer
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Topology == nil {
+		return errors.New("progress: Config.Topology is required")
+	}
+	if err := messages.ValidateRunID(c.Run); err != nil {
+		return fmt.Errorf("progress: %w", err)
+	}
+	return nil
+}
+
+// Watcher follows one run: its progress, its finished jobs as they finish,
+// and its end. Create it with Watch; read jobs with Next or Jobs until they
+// end, then read Err. Progress, Problems and Report may be called at any
+// time from any goroutine.
+type Watcher struct {
+	cfg    Config
+	ann    messages.RunAnnounced
+	cancel context.CancelFunc
+	jobs   chan Job
+	done   chan struct{}
+
+	mu        sync.Mutex
+	tracker   *Tracker
+	completed *messages.RunCompleted
+	stopped   *StoppedError
+	fatal     error
+	final     *Progress
+}
+
+type event struct {
+	seq uint64
+	ev  *messages.StatusEvent
+	err error
+}
+
+// Watch starts watching a run: it reads the run's record, then its status
+// events from the first one (an ordered consumer on the status stream), and
+// ends when the statusworker has marked the run completed and every event up
+// to then was read. ctx bounds the whole watch; Close ends it too.
+func Watch(ctx context.Context, cfg Config) (*Watcher, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ref, err := cfg.Topology.Runs().Get(ctx, cfg.Run)
+	if err != nil {
+		return nil, fmt.Errorf("progress: run %s: %w", cfg.Run, err)
+	}
+	js := cfg.Topology.JetStream()
+	subject := messages.StatusSubject(cfg.Run)
+	cons, err := js.OrderedConsumer(ctx, topology.StreamStatus, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("progress: watch run %s: %w", cfg.Run, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("progress: watch run %s: %w", cfg.Run, err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	w := &Watcher{
+		cfg:     cfg,
+		ann:     ref.Record.Announced,
+		cancel:  cancel,
+		jobs:    make(chan Job, cfg.Buffer),
+		done:    make(chan struct{}),
+		tracker: NewTracker(ref.Record.Announced),
+	}
+	events := make(chan event, 64)
+	go w.read(wctx, it, events)
+	completions := make(chan completion, 1)
+	go w.waitCompleted(wctx, completions)
+	go w.loop(wctx, js, subject, events, completions)
+	return w, nil
+}
+
+// read forwards the run's status events until the iterator is stopped.
+func (w *Watcher) read(ctx context.Context, it jetstream.MessagesContext, out chan<- event) {
+	go func() {
+		<-ctx.Done()
+		it.Stop()
+	}()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				select {
+				case out <- event{err: err}:
+				case <-ctx.Done():
+				}
+			}
+			return
+		}
+		e := event{}
+		if meta, err := msg.Metadata(); err == nil {
+			e.seq = meta.Sequence.Stream
+		}
+		ev, err := messages.DecodeStatusEvent(msg.Subject(), msg.Data())
+		if err == nil {
+			e.ev = ev
+		}
+		select {
+		case out <- e:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+type completion struct {
+	rec *messages.RunRecord
+	err error
+}
+
+// waitCompleted waits for the run's record to say completed, noting a stop
+// on the way.
+func (w *Watcher) waitCompleted(ctx context.Context, out chan<- completion) {
+	ref, err := w.cfg.Topology.Runs().Wait(ctx, w.cfg.Run, func(rec *messages.RunRecord) bool {
+		if rec.State == messages.RunStateStopping {
+			w.mu.Lock()
+			w.stopped = &StoppedError{Reason: rec.Reason}
+			w.mu.Unlock()
+		}
+		return rec.State == messages.RunStateCompleted || rec.State == messages.RunStateFailed
+	})
+	c := completion{err: err}
+	if ref != nil {
+		c.rec = &ref.Record
+	}
+	select {
+	case out <- c:
+	case <-ctx.Done():
+	}
+}
+
+func (w *Watcher) loop(ctx context.Context, js jetstream.JetStream, subject string, events <-chan event, completions <-chan completion) {
+	defer w.cancel()
+	defer close(w.done)
+	defer close(w.jobs)
+	var (
+		seen    uint64 // stream sequence of the last event applied
+		last    uint64 // the stream's last event of the run when it completed
+		settled bool   // the run completed and last is known
+	)
+	for {
+		if settled && seen >= last {
+			w.finish(nil)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			w.finish(ctx.Err())
+			return
+		case c := <-completions:
+			if c.err != nil {
+				w.finish(fmt.Errorf("progress: watch run %s: %w", w.cfg.Run, c.err))
+				return
+			}
+			if c.rec.State == messages.RunStateFailed {
+				w.finish(fmt.Errorf("progress: run %s failed: %s", w.cfg.Run, c.rec.Reason))
+				return
+			}
+			seq, err := lastSequence(ctx, js, subject)
+			if err != nil {
+				w.finish(fmt.Errorf("progress: watch run %s: %w", w.cfg.Run, err))
+				return
+			}
+			w.mu.Lock()
+			w.completed = c.rec.Completed
+			if w.stopped == nil && c.rec.Reason != "" {
+				w.stopped = &StoppedError{Reason: c.rec.Reason}
+			}
+			w.mu.Unlock()
+			last, settled = seq, true
+		case e := <-events:
+			if e.err != nil {
+				w.finish(fmt.Errorf("progress: read status of run %s: %w", w.cfg.Run, e.err))
+				return
+			}
+			seen = max(seen, e.seq)
+			if e.ev == nil {
+				continue
+			}
+			w.mu.Lock()
+			job, finished := w.tracker.Apply(e.ev)
+			w.mu.Unlock()
+			if finished {
+				select {
+				case w.jobs <- job:
+				case <-ctx.Done():
+					w.finish(ctx.Err())
+					return
+				}
+			}
+		}
+	}
+}
+
+func lastSequence(ctx context.Context, js jetstream.JetStream, subject string) (uint64, error) {
+	s, err := js.Stream(ctx, topology.StreamStatus)
+	if err != nil {
+		return 0, err
+	}
+	m, err := s.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return m.Sequence, nil
+}
+
+// finish records the end of the watch: fatal is nil when the run completed.
+func (w *Watcher) finish(fatal error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.fatal = fatal
+	p := w.progressLocked()
+	w.final = &p
+}
+
+// Run is the id of the watched run.
+func (w *Watcher) Run() string { return w.cfg.Run }
+
+// Announced is the run's announcement (total, destination, run log, start).
+func (w *Watcher) Announced() messages.RunAnnounced { return w.ann }
+
+// Next returns the next finished job, waiting for one. After the last job
+// it returns io.EOF when the run completed, or the error that ended the
+// watch (ctx's error, a broken connection).
+func (w *Watcher) Next(ctx context.Context) (Job, error) {
+	select {
+	case j, ok := <-w.jobs:
+		if ok {
+			return j, nil
+		}
+	case <-ctx.Done():
+		return Job{}, ctx.Err()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fatal != nil {
+		return Job{}, w.fatal
+	}
+	return Job{}, io.EOF
+}
+
+// Jobs ranges over the finished jobs as they finish. The error is nil for
+// every job; if the watch ends for another reason than the run's
+// completion, a last pair carries that error. Read Err after the loop for
+// the run's own outcome (an *IncompleteRunError).
+func (w *Watcher) Jobs(ctx context.Context) iter.Seq2[Job, error] {
+	return func(yield func(Job, error) bool) {
+		for {
+			j, err := w.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				yield(Job{}, err)
+				return
+			}
+			if !yield(j, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Done is closed when the watch has ended (the run completed, or the watch
+// failed) and every finished job was handed to the channel behind Next.
+func (w *Watcher) Done() <-chan struct{} { return w.done }
+
+// Err returns, once the watch has ended, the error that ended it, or for a
+// completed run its *IncompleteRunError (nil when every payload ended done or
+// faulted). Before the end it returns nil.
+func (w *Watcher) Err() error {
+	select {
+	case <-w.done:
+	default:
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fatal != nil {
+		return w.fatal
+	}
+	if e := w.incompleteLocked(); e != nil {
+		return e
+	}
+	return nil
+}
+
+func (w *Watcher) incompleteLocked() *IncompleteRunError {
+	var cause error
+	if w.stopped != nil {
+		cause = w.stopped
+	}
+	p := w.progressLocked()
+	return NewIncompleteRunError(w.tracker.Problems(), cause, p.Done+p.Faulted == p.Payloads)
+}
+
+// Progress returns the run's progress now; after the end, its final
+// progress, whose outcome counts are those of the run log.
+func (w *Watcher) Progress() Progress {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.final != nil {
+		return *w.final
+	}
+	return w.progressLocked()
+}
+
+func (w *Watcher) progressLocked() Progress {
+	p := w.tracker.Progress()
+	end := w.cfg.Now()
+	if c := w.completed; c != nil {
+		// The completion counts are the run log's: make the last line agree
+		// with it even if this watcher saw the events differently.
+		p.Done, p.Faulted, p.Rejected, p.Unsubmitted, p.Unfetched = c.Done, c.Faulted, c.Rejected, c.Unsubmitted, c.Unfetched
+		p.Pending = 0
+		p.Payloads = c.Total
+		if !c.CompletedAt.IsZero() {
+			end = c.CompletedAt
+		}
+	}
+	if !w.ann.StartedAt.IsZero() {
+		p.Elapsed = end.Sub(w.ann.StartedAt)
+	}
+	return p
+}
+
+// Completed returns the run's completion once the statusworker announced
+// it (nil before).
+func (w *Watcher) Completed() *messages.RunCompleted {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.completed
+}
+
+// Stopped returns the run's stop, if it was stopped.
+func (w *Watcher) Stopped() *StoppedError {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stopped
+}
+
+// Problems returns the jobs finished so far that did not end done, in the
+// order they finished.
+func (w *Watcher) Problems() []Job {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.tracker.Problems()
+}
+
+// Report returns the incomplete-run report lines for the problems so far
+// (see ReportLines).
+func (w *Watcher) Report() []string {
+	return ReportLines(w.Problems())
+}
+
+// Close ends the watch. Next then returns the jobs already handed over and
+// then ctx's cancellation error.
+func (w *Watcher) Close() {
+	w.cancel()
+	<-w.done
+}
