@@ -15,15 +15,28 @@ const (
 	stageFed                  // fed, not submitted: counts as unsubmitted
 	stagePending              // submitted, not finished at the API
 	stageDone                 // done at the API, not written yet
-	stageFinal                // finished: see doc.final
+	stageFinal                // finished
 )
 
-type doc struct {
-	stage    stage
-	final    runlog.State
-	upload   uint8 // 0 none, 1 uploaded, 2 failed
+// doc is what the tracker keeps of every doc for the whole run, one byte:
+// its stage (low 3 bits) and whether its upload was reported (uploadOK or
+// uploadFailed). What a doc needs only until it finishes is in a flight.
+type doc uint8
+
+const (
+	stageMask    doc = 7
+	uploadOK     doc = 1 << 3
+	uploadFailed doc = 2 << 3
+)
+
+func (d doc) stage() stage { return stage(d & stageMask) }
+
+// flight is what a doc in flight needs for the job it becomes once it
+// finishes; it is dropped then, so that the tracker's memory is that of the
+// docs in flight, not of the run's size.
+type flight struct {
 	apiJobID string
-	// payload is the redacted body, kept until the doc finishes.
+	// payload is the redacted body.
 	payload []byte
 }
 
@@ -35,6 +48,7 @@ type Tracker struct {
 	destination string
 	final       messages.DataType
 	docs        []doc
+	inFlight    map[int]*flight
 	byStage     [stageFinal]int
 	byFinal     map[runlog.State]int
 	written     int
@@ -59,6 +73,7 @@ func NewTracker(ann messages.RunAnnounced) *Tracker {
 		destination: ann.Destination,
 		final:       final,
 		docs:        make([]doc, total),
+		inFlight:    map[int]*flight{},
 		byFinal:     map[runlog.State]int{},
 	}
 	t.byStage[stageNew] = total
@@ -80,21 +95,26 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 		t.retries++
 		return Job{}, false
 	}
-	if d.stage == stageFinal {
+	if d.stage() == stageFinal {
 		return Job{}, false
 	}
-	if d.payload == nil && len(ev.Payload) > 0 {
-		d.payload = append([]byte(nil), ev.Payload...)
+	f := t.inFlight[pos]
+	if f == nil && (len(ev.Payload) > 0 || ev.APIJobID != "") {
+		f = &flight{}
+		t.inFlight[pos] = f
+	}
+	if f != nil && f.payload == nil && len(ev.Payload) > 0 {
+		f.payload = append([]byte(nil), ev.Payload...)
 	}
 	if ev.APIJobID != "" {
-		d.apiJobID = ev.APIJobID
+		f.apiJobID = ev.APIJobID
 	}
-	if ev.Upload != nil && d.upload == 0 {
+	if ev.Upload != nil && *d&(uploadOK|uploadFailed) == 0 {
 		if ev.Upload.Code == 13000 {
-			d.upload = 1
+			*d |= uploadOK
 			t.uploaded++
 		} else {
-			d.upload = 2
+			*d |= uploadFailed
 			t.unuploaded++
 		}
 	}
@@ -118,7 +138,11 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 	case messages.HardFailure:
 		state := ev.State
 		if !state.Valid() || state == runlog.Done {
-			state = messages.FailureState(d.apiJobID)
+			apiJobID := ""
+			if f != nil {
+				apiJobID = f.apiJobID
+			}
+			state = messages.FailureState(apiJobID)
 		}
 		return t.finish(pos, ev, state), true
 	}
@@ -126,30 +150,34 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 }
 
 func (t *Tracker) advance(d *doc, to stage) {
-	if to <= d.stage {
+	from := d.stage()
+	if to <= from {
 		return
 	}
-	t.byStage[d.stage]--
+	t.byStage[from]--
 	t.byStage[to]++
-	d.stage = to
+	*d = *d&^stageMask | doc(to)
 }
 
 func (t *Tracker) finish(pos int, ev *messages.StatusEvent, state runlog.State) Job {
 	d := &t.docs[pos]
-	t.byStage[d.stage]--
-	d.stage = stageFinal
-	d.final = state
+	t.byStage[d.stage()]--
+	*d = *d&^stageMask | doc(stageFinal)
 	t.byFinal[state]++
 
-	j := Job{Doc: pos, ID: d.apiJobID, Status: state, Payload: d.payload}
-	d.payload = nil // the job carries it from here; the tracker no longer needs it
+	j := Job{Doc: pos, Status: state}
+	if f := t.inFlight[pos]; f != nil {
+		// The job carries them from here; the tracker no longer needs them.
+		j.ID, j.Payload = f.apiJobID, f.payload
+		delete(t.inFlight, pos)
+	}
 	if len(j.Payload) > 0 {
 		if p, err := payload.Parse(j.Payload, 0); err == nil {
 			j.Source = p.Source()
 			_, j.Input = p.Input()
 		}
 	}
-	if d.upload != 0 {
+	if *d&(uploadOK|uploadFailed) != 0 {
 		j.Upload = ev.Upload
 	}
 	switch state {
