@@ -52,23 +52,23 @@ func (e *StageError) Unwrap() error { return e.Err }
 // Cluster is the pipeline running in this process. Create it with Start and
 // end it with Close (or Kill, in tests of crashes).
 type Cluster struct {
-	cfg      Config
-	dir      string
-	tempDir  bool
-	srv      *natsserver.Server
-	nc       *nats.Conn
-	js       jetstream.JetStream
-	topo     *topology.Topology
-	emu      *emulator.Server
-	api      *wsa.Client
-	apiURL   string
-	http     *http.Transport
-	ledger   jobresults.Ledger
+	cfg     Config
+	dir     string
+	tempDir bool
+	srv     *natsserver.Server
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	topo    *topology.Topology
+	emu     *emulator.Server
+	api     *wsa.Client
+	apiURL  string
+	http    *http.Transport
+	ledger  jobresults.Ledger
 	// memLedger is ledger when it is the spilling memory store this cluster
 	// made (and closes).
 	memLedger *jobresults.MemoryStore
-	status   *statusworker.StatusWorker
-	services map[topology.Stage]service
+	status    *statusworker.StatusWorker
+	services  map[topology.Stage]service
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
