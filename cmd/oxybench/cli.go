@@ -114,9 +114,12 @@ func startSandbox(ctx context.Context, oxy string) (*sandbox, error) {
 	if err == nil {
 		err = json.Unmarshal(line, &sb)
 	}
-	if err != nil || sb.URL == "" {
+	if err == nil && sb.URL == "" {
+		err = errors.New("no url")
+	}
+	if err != nil {
 		stop()
-		return nil, fmt.Errorf("oxy sandbox did not say where it listens: %v", err)
+		return nil, fmt.Errorf("oxy sandbox did not say where it listens: %w", err)
 	}
 	sb.stop = stop
 	return &sb, nil
@@ -158,8 +161,11 @@ func oxyRun(ctx context.Context, oxy, name string, payloads int, input, dir stri
 // order; it returns the lines and how many are done.
 func readRunLog(dir string, payloads int) (lines, done int, err error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	if err != nil || len(files) != 1 {
-		return 0, 0, fmt.Errorf("want one run log in %s, found %d (%v)", dir, len(files), err)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(files) != 1 {
+		return 0, 0, fmt.Errorf("want one run log in %s, found %d", dir, len(files))
 	}
 	f, err := os.Open(files[0])
 	if err != nil {

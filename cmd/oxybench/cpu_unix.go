@@ -26,7 +26,7 @@ func childUsage(ps *os.ProcessState) (cpu time.Duration, peakRSS int64) {
 	if !ok {
 		return -1, -1
 	}
-	rss := int64(ru.Maxrss)
+	rss := ru.Maxrss
 	if runtime.GOOS != "darwin" {
 		rss *= 1024 // kilobytes everywhere but on macOS
 	}
