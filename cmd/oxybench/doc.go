@@ -55,5 +55,5 @@
 //
 //	go run ./cmd/oxybench -n 20000 --cpuprofile cpu.out
 //	go tool pprof -top cpu.out
-//	make bench BENCH_PAYLOADS=100000 BENCH_JSON=bench.json
+//	make bench BENCH_PAYLOADS=100000 BENCH_JSON="$HOME/oxybench.json"
 package main
