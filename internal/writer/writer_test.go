@@ -392,7 +392,9 @@ func TestALargeBodyStreams(t *testing.T) {
 	}
 	allocated := after.TotalAlloc - before.TotalAlloc
 	t.Logf("wrote %d bytes; the process allocated %.1f MB meanwhile", n, float64(allocated)/(1<<20))
-	if allocated > size/2 {
+	// The race detector inflates allocations (destinationtest skips its
+	// bound there too): the bound holds in a plain build.
+	if allocated > size/2 && !testutil.RaceEnabled {
 		t.Fatalf("allocated %d bytes while writing a %d-byte body: it is not streamed", allocated, n)
 	}
 }
