@@ -12,6 +12,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/retry"
 )
 
@@ -156,9 +157,9 @@ func (w *StatusWorker) malformed(m *stage.Msg, err error) error {
 func toEntry(ev *messages.StatusEvent, seq uint64) jobresults.Entry {
 	e := jobresults.Entry{
 		Key:        jobresults.Key{JobID: ev.Run, DataType: string(ev.DataType), DocID: ev.Doc},
-		Outcome:    jobresults.Outcome(ev.Outcome),
-		Origin:     jobresults.Party{Type: ev.Origin.Type, Name: ev.Origin.Name},
-		Consumer:   jobresults.Party{Type: ev.Consumer.Type, Name: ev.Consumer.Name},
+		Outcome:    ev.Outcome,
+		Origin:     ev.Origin,
+		Consumer:   ev.Consumer,
 		RetryCount: max(ev.RetryCount, 0),
 		Reason:     ev.Reason,
 		Version:    seq,
@@ -169,7 +170,7 @@ func toEntry(ev *messages.StatusEvent, seq uint64) jobresults.Entry {
 		Error:      ev.Error,
 		Upload:     ev.Upload,
 	}
-	if ev.Outcome == messages.Success {
+	if ev.Outcome == oxytype.Success {
 		// A success at a data type is its producer's (the feeder's "fed",
 		// the submitter's "submitted", …), and everything else recorded
 		// there is its consumer's failure to handle that message: causally
@@ -183,7 +184,7 @@ func toEntry(ev *messages.StatusEvent, seq uint64) jobresults.Entry {
 		// a record nothing has written yet, and only there.
 		e.Version = 1
 	}
-	if e.Outcome != jobresults.Success && e.Reason == "" {
+	if e.Outcome != oxytype.Success && e.Reason == "" {
 		switch {
 		case ev.Error != nil && ev.Error.String() != "":
 			e.Reason = ev.Error.String()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // The memory store's goals: at least 1,000,000 record writes per second
@@ -65,8 +66,8 @@ func docIDs(n int) []string {
 
 func BenchmarkMemoryStoreWrites(b *testing.B) {
 	ctx := context.Background()
-	origin := jobresults.Party{Type: "poller", Name: "poller-0"}
-	consumer := jobresults.Party{Type: "writer", Name: "writer-0"}
+	origin := oxytype.Party{Type: "poller", Name: "poller-0"}
+	consumer := oxytype.Party{Type: "writer", Name: "writer-0"}
 	const pool = 1 << 18
 	ids := docIDs(pool)
 	jobs := make([]string, 8) // at most 8 × pool new documents: bounded memory
@@ -146,7 +147,7 @@ func BenchmarkMemoryStoreWrites(b *testing.B) {
 			// per writer (the status worker's path).
 			batches[w] = append(batches[w], jobresults.Entry{
 				Key:     jobresults.Key{JobID: "run", DataType: benchStages[i%len(benchStages)], DocID: ids[(i/len(benchStages))%pool]},
-				Outcome: jobresults.Success, Origin: origin, Version: uint64(i + 1),
+				Outcome: oxytype.Success, Origin: origin, Version: uint64(i + 1),
 			})
 			if len(batches[w]) < batch && i+benchWriters < b.N {
 				return nil
@@ -164,20 +165,20 @@ func BenchmarkMemoryStoreWrites(b *testing.B) {
 func BenchmarkMemoryStoreReads1M(b *testing.B) {
 	ctx := context.Background()
 	s := jobresults.NewMemoryStore()
-	origin := jobresults.Party{Type: "poller", Name: "poller-0"}
+	origin := oxytype.Party{Type: "poller", Name: "poller-0"}
 	const docs = 250_000
 	ids := docIDs(docs)
 	entries := make([]jobresults.Entry, 0, 10_000)
 	for i := range docs * len(benchStages) {
 		en := jobresults.Entry{
 			Key:     jobresults.Key{JobID: "run", DataType: benchStages[i%len(benchStages)], DocID: ids[i/len(benchStages)]},
-			Outcome: jobresults.Success, Origin: origin,
+			Outcome: oxytype.Success, Origin: origin,
 		}
 		switch i % 16 {
 		case 5:
-			en.Outcome, en.Consumer, en.Reason = jobresults.SoftFailure, origin, "job still pending"
+			en.Outcome, en.Consumer, en.Reason = oxytype.SoftFailure, origin, "job still pending"
 		case 13:
-			en.Outcome, en.Consumer, en.Reason = jobresults.HardFailure, origin, "job faulted"
+			en.Outcome, en.Consumer, en.Reason = oxytype.HardFailure, origin, "job faulted"
 		}
 		if entries = append(entries, en); len(entries) == cap(entries) {
 			if _, err := s.Apply(ctx, entries); err != nil {

@@ -29,14 +29,6 @@ func (k Key) validate() error {
 	return nil
 }
 
-// Party is the producer (origin) or the consumer of a message.
-type Party struct {
-	// Type is the kind of party, e.g. "publisher", "submitter".
-	Type string
-	// Name names the party, e.g. a worker's name.
-	Name string
-}
-
 // docPosition returns the numeric position of a document id that is a
 // decimal integer of at most 18 digits, so that "2" sorts before "10".
 func docPosition(docID string) (int64, bool) {

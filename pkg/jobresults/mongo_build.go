@@ -3,6 +3,7 @@ package jobresults
 import (
 	"time"
 
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -59,25 +60,25 @@ func writeOp(p *prepared) (filter, update bson.D) {
 
 	set := bson.D{
 		e(fieldTime, p.Time),
-		e(fieldSuccess, p.Outcome == Success),
+		e(fieldSuccess, p.Outcome == oxytype.Success),
 		e(fieldOriginType, p.Origin.Type),
 		e(fieldOriginName, p.Origin.Name),
 	}
 	var unset bson.D
 	var push bson.D
 	switch p.Outcome {
-	case Success:
+	case oxytype.Success:
 		unset = bson.D{
 			e(fieldRetryCount, ""), e(fieldSoftFailures, ""), e(fieldHardFailure, ""),
 			e(fieldConsumerType, ""), e(fieldConsumerName, ""),
 		}
-	case SoftFailure:
+	case oxytype.SoftFailure:
 		set = append(set,
 			e(fieldConsumerType, p.Consumer.Type), e(fieldConsumerName, p.Consumer.Name),
 			e(fieldRetryCount, int64(p.RetryCount)))
 		push = bson.D{e(fieldSoftFailures, p.Reason)}
 		unset = bson.D{e(fieldHardFailure, "")}
-	case HardFailure:
+	case oxytype.HardFailure:
 		set = append(set,
 			e(fieldConsumerType, p.Consumer.Type), e(fieldConsumerName, p.Consumer.Name),
 			e(fieldHardFailure, p.Reason))

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Record is the stored state of one document at one stage.
@@ -19,9 +19,9 @@ type Record struct {
 	// Success is true when the last outcome was a success.
 	Success bool
 	// Origin produced the message the outcome is about.
-	Origin Party
+	Origin oxytype.Party
 	// Consumer failed to consume it (failures only).
-	Consumer Party
+	Consumer oxytype.Party
 	// RetryCount is the retry count of the last soft failure.
 	RetryCount int
 	// SoftFailures holds the reasons of the soft failures since the last
@@ -41,16 +41,16 @@ type Record struct {
 	Version uint64
 	// State is the run-log state hint of the last outcome (failures; a
 	// success may carry one too); "" when it gave none.
-	State runlog.State
+	State oxytype.State
 	// APIJobID is the API job id, once any write carried one.
 	APIJobID string
 	// Payload is the (redacted) payload, once any write carried one.
 	Payload json.RawMessage
 	// Error is the structured error of the last outcome; nil when it gave
 	// none or was a success.
-	Error *runlog.ErrorInfo
+	Error *oxytype.ErrorInfo
 	// Upload is the cloud-storage upload entry, once any write carried one.
-	Upload *runlog.Upload
+	Upload *oxytype.Upload
 	// FinishedAt is when the record's job finished, as Finisher.FinishJob
 	// stamped it (UTC, millisecond precision); zero while the job is open.
 	// A MongoStore with a TTL removes the record that long after it, and
@@ -59,14 +59,14 @@ type Record struct {
 }
 
 // Outcome is the outcome a record holds, derived from its fields.
-func (r Record) Outcome() Outcome {
+func (r Record) Outcome() oxytype.Outcome {
 	switch {
 	case r.Success:
-		return Success
+		return oxytype.Success
 	case r.HardFailure != "":
-		return HardFailure
+		return oxytype.HardFailure
 	default:
-		return SoftFailure
+		return oxytype.SoftFailure
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -22,11 +23,11 @@ func seedRecords() []runlog.Record {
 	return []runlog.Record{
 		{Doc: "0", DataType: "payload", Success: true, Payload: p("1")},
 		{Doc: "0", DataType: "submitted", HardFailure: "Stopped checking job 7500000000000000001, because the API returned 404 Not Found",
-			State: runlog.Unfetched, APIJobID: "7500000000000000001", Payload: p("1"),
-			Error: &runlog.ErrorInfo{StatusCode: intp(404), Message: "Not Found", TraceID: "00000001-000000000000000000000000"}},
+			State: oxytype.Unfetched, APIJobID: "7500000000000000001", Payload: p("1"),
+			Error: &oxytype.ErrorInfo{StatusCode: intp(404), Message: "Not Found", TraceID: "00000001-000000000000000000000000"}},
 		{Doc: "1", DataType: "payload", Success: true, Payload: p("2")},
-		{Doc: "1", DataType: "submitted", HardFailure: "Job 7500000000000000002 faulted", State: runlog.Faulted,
-			APIJobID: "7500000000000000002", Error: &runlog.ErrorInfo{Message: "faulted"}},
+		{Doc: "1", DataType: "submitted", HardFailure: "Job 7500000000000000002 faulted", State: oxytype.Faulted,
+			APIJobID: "7500000000000000002", Error: &oxytype.ErrorInfo{Message: "faulted"}},
 		{Doc: "2", DataType: "done", Success: true, APIJobID: "7500000000000000003"},
 		{Doc: "2", DataType: "payload", Success: true, Payload: p("3")},
 		{Doc: "2", DataType: "submitted", Success: true, APIJobID: "7500000000000000003"},
@@ -95,8 +96,8 @@ func TestBuild(t *testing.T) {
 	t.Run("docs that are not positions of the run are counted, not written", func(t *testing.T) {
 		t.Parallel()
 		recs := append([]runlog.Record{
-			{Doc: "?OXY_STATUS:7", DataType: "status", HardFailure: "malformed", State: runlog.Unsubmitted},
-			{Doc: "?OXY_STATUS:9", DataType: "status", HardFailure: "malformed", State: runlog.Unsubmitted},
+			{Doc: "?OXY_STATUS:7", DataType: "status", HardFailure: "malformed", State: oxytype.Unsubmitted},
+			{Doc: "?OXY_STATUS:9", DataType: "status", HardFailure: "malformed", State: oxytype.Unsubmitted},
 		}, seedRecords()...)
 		recs = append(recs, runlog.Record{Doc: "3", DataType: "written", Success: true, APIJobID: "1"})
 		var buf bytes.Buffer
@@ -153,7 +154,7 @@ func TestDerive(t *testing.T) {
 		{
 			name: "a doc written and hard-failed counts once, as done",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "done", HardFailure: "write failed", State: runlog.Unfetched, APIJobID: "42"},
+				{Doc: "0", DataType: "done", HardFailure: "write failed", State: oxytype.Unfetched, APIJobID: "42"},
 				{Doc: "0", DataType: "payload", Success: true, Payload: payload},
 				{Doc: "0", DataType: "written", Success: true, APIJobID: "42"},
 			},
@@ -163,8 +164,8 @@ func TestDerive(t *testing.T) {
 		{
 			name: "a rejected payload has no id and its structured error",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "payload", HardFailure: "400 bad", State: runlog.Rejected, Payload: payload,
-					Error: &runlog.ErrorInfo{StatusCode: intp(400), Message: "Bad Request", TraceID: "t1"}},
+				{Doc: "0", DataType: "payload", HardFailure: "400 bad", State: oxytype.Rejected, Payload: payload,
+					Error: &oxytype.ErrorInfo{StatusCode: intp(400), Message: "Bad Request", TraceID: "t1"}},
 			},
 			want:     `{"state":"rejected","id":null,"payload":{"source":"universal","url":"https://redacted:redacted@example.com/a?x=<1>&y=2"},"error":{"status_code":400,"message":"Bad Request","trace_id":"t1"},"upload":null}`,
 			resolved: true,
@@ -172,7 +173,7 @@ func TestDerive(t *testing.T) {
 		{
 			name: "a hard failure without a structured error gets its text as the message",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "payload", HardFailure: "the run was stopped", State: runlog.Unsubmitted},
+				{Doc: "0", DataType: "payload", HardFailure: "the run was stopped", State: oxytype.Unsubmitted},
 			},
 			want:     `{"state":"unsubmitted","id":null,"payload":null,"error":{"status_code":null,"message":"the run was stopped","trace_id":""},"upload":null}`,
 			resolved: true,
@@ -189,8 +190,8 @@ func TestDerive(t *testing.T) {
 		{
 			name: "the hard failure of the latest stage wins over the statusworker's own",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "status", HardFailure: "malformed status event", State: runlog.Unsubmitted},
-				{Doc: "0", DataType: "submitted", HardFailure: "Job 9 faulted", State: runlog.Faulted, APIJobID: "9"},
+				{Doc: "0", DataType: "status", HardFailure: "malformed status event", State: oxytype.Unsubmitted},
+				{Doc: "0", DataType: "submitted", HardFailure: "Job 9 faulted", State: oxytype.Faulted, APIJobID: "9"},
 			},
 			want:     `{"state":"faulted","id":"9","payload":null,"error":null,"upload":null}`,
 			resolved: true,
@@ -199,7 +200,7 @@ func TestDerive(t *testing.T) {
 			name: "a lost status report does not resolve a doc",
 			recs: []runlog.Record{
 				{Doc: "0", DataType: "payload", Success: true},
-				{Doc: "0", DataType: "status", HardFailure: "malformed status event", State: runlog.Unsubmitted},
+				{Doc: "0", DataType: "status", HardFailure: "malformed status event", State: oxytype.Unsubmitted},
 			},
 			want:     `{"state":"unsubmitted","id":null,"payload":null,"error":{"status_code":null,"message":"` + runlog.MsgUnresolved + `","trace_id":""},"upload":null}`,
 			resolved: false,
@@ -207,8 +208,8 @@ func TestDerive(t *testing.T) {
 		{
 			name: "the may-have-billed mark is written inside the error",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "payload", HardFailure: "500", State: runlog.Unsubmitted,
-					Error: &runlog.ErrorInfo{StatusCode: intp(500), Message: "Internal Server Error", MayHaveBilled: true}},
+				{Doc: "0", DataType: "payload", HardFailure: "500", State: oxytype.Unsubmitted,
+					Error: &oxytype.ErrorInfo{StatusCode: intp(500), Message: "Internal Server Error", MayHaveBilled: true}},
 			},
 			want:     `{"state":"unsubmitted","id":null,"payload":null,"error":{"status_code":500,"message":"Internal Server Error","trace_id":"","may_have_billed":true},"upload":null}`,
 			resolved: true,
@@ -216,9 +217,9 @@ func TestDerive(t *testing.T) {
 		{
 			name: "the mark of an earlier outcome sticks to a later unmarked one",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "payload", HardFailure: "run stopped", State: runlog.Unsubmitted,
-					Error: &runlog.ErrorInfo{Message: "the run was stopped"}},
-				{Doc: "0", DataType: "submitted", Error: &runlog.ErrorInfo{Message: "500", MayHaveBilled: true}},
+				{Doc: "0", DataType: "payload", HardFailure: "run stopped", State: oxytype.Unsubmitted,
+					Error: &oxytype.ErrorInfo{Message: "the run was stopped"}},
+				{Doc: "0", DataType: "submitted", Error: &oxytype.ErrorInfo{Message: "500", MayHaveBilled: true}},
 			},
 			want:     `{"state":"unsubmitted","id":null,"payload":null,"error":{"status_code":null,"message":"the run was stopped","trace_id":"","may_have_billed":true},"upload":null}`,
 			resolved: true,
@@ -226,7 +227,7 @@ func TestDerive(t *testing.T) {
 		{
 			name: "an unresolved doc whose last soft failure was marked stays marked",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "payload", Error: &runlog.ErrorInfo{Message: "502", MayHaveBilled: true}},
+				{Doc: "0", DataType: "payload", Error: &oxytype.ErrorInfo{Message: "502", MayHaveBilled: true}},
 			},
 			want:     `{"state":"unsubmitted","id":null,"payload":null,"error":{"status_code":null,"message":"` + runlog.MsgUnresolved + `","trace_id":"","may_have_billed":true},"upload":null}`,
 			resolved: false,
@@ -234,7 +235,7 @@ func TestDerive(t *testing.T) {
 		{
 			name: "a done doc carries no mark",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "payload", Error: &runlog.ErrorInfo{Message: "502", MayHaveBilled: true}},
+				{Doc: "0", DataType: "payload", Error: &oxytype.ErrorInfo{Message: "502", MayHaveBilled: true}},
 				{Doc: "0", DataType: "written", Success: true, APIJobID: "5"},
 			},
 			want:     `{"state":"done","id":"5","payload":null,"error":null,"upload":null}`,
@@ -243,7 +244,7 @@ func TestDerive(t *testing.T) {
 		{
 			name: "a doc still in flight is not resolved",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "submitted", Success: true, APIJobID: "8", Upload: &runlog.Upload{Code: 13000, Message: "ok"}},
+				{Doc: "0", DataType: "submitted", Success: true, APIJobID: "8", Upload: &oxytype.Upload{Code: 13000, Message: "ok"}},
 			},
 			want:     `{"state":"unfetched","id":"8","payload":null,"error":{"status_code":null,"message":"` + runlog.MsgUnresolved + `","trace_id":""},"upload":{"code":13000,"message":"ok"}}`,
 			resolved: false,
@@ -272,14 +273,14 @@ func TestWriter(t *testing.T) {
 	t.Run("payload bytes are kept exactly, a multi-line payload is compacted", func(t *testing.T) {
 		t.Parallel()
 		id := "1"
-		got, err := runlog.AppendLine(nil, runlog.Line{State: runlog.Done, ID: &id, Payload: json.RawMessage(`{"q":"a<b>&c", "n":1.50}`)})
+		got, err := runlog.AppendLine(nil, runlog.Line{State: oxytype.Done, ID: &id, Payload: json.RawMessage(`{"q":"a<b>&c", "n":1.50}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := `{"state":"done","id":"1","payload":{"q":"a<b>&c", "n":1.50},"error":null,"upload":null}` + "\n"; string(got) != want {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
-		got, err = runlog.AppendLine(nil, runlog.Line{State: runlog.Faulted, Payload: json.RawMessage("{\n \"q\": \"x\"\n}")})
+		got, err = runlog.AppendLine(nil, runlog.Line{State: oxytype.Faulted, Payload: json.RawMessage("{\n \"q\": \"x\"\n}")})
 		if err != nil {
 			t.Fatal(err)
 		}
