@@ -96,9 +96,9 @@ func (w *StatusWorker) applied(batch []*stage.Msg, idx []int, entries []jobresul
 	w.met.events.WithLabelValues("stale").Add(float64(len(entries) - applied))
 	var last string
 	for _, e := range entries {
-		if e.JobID != last { // batches are mostly one run's events in a row
-			w.runs.touch(e.JobID)
-			last = e.JobID
+		if e.Run != last { // batches are mostly one run's events in a row
+			w.runs.touch(e.Run)
+			last = e.Run
 		}
 	}
 }
@@ -126,13 +126,13 @@ func (w *StatusWorker) isolate(ctx context.Context, batch []*stage.Msg, idx []in
 		case errors.Is(err, jobresults.ErrInvalidInput):
 			m := batch[i]
 			errs[i] = w.malformed(m, &messages.DecodeError{
-				Subject: m.Subject(), Kind: messages.KindStatus, Run: e.JobID, Doc: e.DocID,
+				Subject: m.Subject(), Kind: messages.KindStatus, Run: e.Run, Doc: e.DocID,
 				Reason: "the ledger refused the event: " + redact.String(err.Error()),
 			})
 		default:
 			errs[i] = stage.RetryAfter(0, "ledger write failed: "+redact.String(err.Error()))
 			w.log.Error("ledger refused an event; it will be redelivered", zap.Uint64("seq", batch[i].StreamSequence()),
-				zap.String("run", e.JobID), zap.String("doc", e.DocID), zap.String("error", redact.String(err.Error())))
+				zap.String("run", e.Run), zap.String("doc", e.DocID), zap.String("error", redact.String(err.Error())))
 		}
 	}
 }
@@ -156,7 +156,7 @@ func (w *StatusWorker) malformed(m *stage.Msg, err error) error {
 // overwrites a newer outcome (successes excepted: see below).
 func toEntry(ev *messages.StatusEvent, seq uint64) jobresults.Entry {
 	e := jobresults.Entry{
-		Key:        jobresults.Key{JobID: ev.Run, DataType: string(ev.DataType), DocID: ev.Doc},
+		Key:        jobresults.Key{Run: ev.Run, DataType: string(ev.DataType), DocID: ev.Doc},
 		Outcome:    ev.Outcome,
 		Origin:     ev.Origin,
 		Consumer:   ev.Consumer,

@@ -18,7 +18,7 @@ func Example() {
 	submitter := oxytype.Party{Type: "submitter", Name: "submitter-0"}
 	poller := oxytype.Party{Type: "poller", Name: "poller-0"}
 	key := func(stage, doc string) jobresults.Key {
-		return jobresults.Key{JobID: "run-1", DataType: stage, DocID: doc}
+		return jobresults.Key{Run: "run-1", DataType: stage, DocID: doc}
 	}
 
 	for _, doc := range []string{"0", "1", "2"} {
@@ -44,7 +44,7 @@ func Example() {
 func ExampleMemoryStore_Apply() {
 	ctx := context.Background()
 	ledger := jobresults.NewMemoryStore()
-	k := jobresults.Key{JobID: "run-1", DataType: "done", DocID: "7"}
+	k := jobresults.Key{Run: "run-1", DataType: "done", DocID: "7"}
 	poller := oxytype.Party{Type: "poller", Name: "poller-0"}
 
 	// Status events arrive out of order: the success (stream sequence 12)
@@ -68,7 +68,7 @@ func ExampleMemoryStore_GetUniqueErrors() {
 	ledger := jobresults.NewMemoryStore(jobresults.WithClock(func() time.Time { return at }))
 	writer := oxytype.Party{Type: "writer", Name: "writer-0"}
 	for i, reason := range []string{"403 Forbidden", "403 Forbidden", "timeout"} {
-		k := jobresults.Key{JobID: "run-1", DataType: "written", DocID: fmt.Sprint(i)}
+		k := jobresults.Key{Run: "run-1", DataType: "written", DocID: fmt.Sprint(i)}
 		_ = ledger.RecordSoftFailure(ctx, k, writer, writer, 1, reason)
 	}
 	errs, _ := ledger.GetUniqueErrors(ctx, "run-1", "")

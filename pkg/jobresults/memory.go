@@ -89,7 +89,7 @@ func (s *MemoryStore) writeOne(ctx context.Context, e Entry) error {
 	if err != nil {
 		return err
 	}
-	st := s.stripe(s.jobFor(p.JobID), p.DocID)
+	st := s.stripe(s.jobFor(p.Run), p.DocID)
 	st.mu.Lock()
 	st.apply(&p)
 	st.mu.Unlock()
@@ -146,8 +146,8 @@ func (s *MemoryStore) Apply(ctx context.Context, entries []Entry) (int, error) {
 	var j *memJob
 	var locked *memStripe
 	for i := range ps {
-		if j == nil || j.id != ps[i].JobID {
-			j = s.jobFor(ps[i].JobID)
+		if j == nil || j.id != ps[i].Run {
+			j = s.jobFor(ps[i].Run)
 		}
 		// Consecutive entries of one stripe share a lock.
 		if st := s.stripe(j, ps[i].DocID); st != locked {

@@ -171,7 +171,7 @@ func (r *memRecord) currentError() (msg string, ok bool) {
 // toRecord returns a copy of r that shares no memory with the store.
 func (r *memRecord) toRecord(jobID string) Record {
 	rec := Record{
-		Key:     Key{JobID: jobID, DataType: r.stage.dataType, DocID: r.doc.id},
+		Key:     Key{Run: jobID, DataType: r.stage.dataType, DocID: r.doc.id},
 		Success: r.success,
 		Origin:  r.origin,
 		Time:    time.UnixMilli(r.timeMS).UTC(),

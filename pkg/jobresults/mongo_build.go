@@ -43,7 +43,7 @@ func e(key string, value any) bson.E { return bson.E{Key: key, Value: value} }
 
 // keyFilter selects the record of a key (the unique index).
 func keyFilter(k Key) bson.D {
-	return bson.D{e(fieldJobID, k.JobID), e(fieldDataType, k.DataType), e(fieldDocID, k.DocID)}
+	return bson.D{e(fieldJobID, k.Run), e(fieldDataType, k.DataType), e(fieldDocID, k.DocID)}
 }
 
 // writeOp returns the upsert filter and update of one prepared entry.

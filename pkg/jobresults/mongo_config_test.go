@@ -84,7 +84,7 @@ func TestMongoStoreWithoutAServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	k := jobresults.Key{JobID: "job-1", DataType: "done", DocID: "1"}
+	k := jobresults.Key{Run: "job-1", DataType: "done", DocID: "1"}
 	p := oxytype.Party{Type: "poller", Name: "p"}
 
 	t.Run("bad input is refused without contacting the server", func(t *testing.T) {
@@ -92,7 +92,7 @@ func TestMongoStoreWithoutAServer(t *testing.T) {
 		// Had the store contacted the server, these would be transient
 		// server-selection errors instead.
 		for what, err := range map[string]error{
-			"empty doc id":      s.RecordSuccess(ctx, jobresults.Key{JobID: "j", DataType: "d"}, p),
+			"empty doc id":      s.RecordSuccess(ctx, jobresults.Key{Run: "j", DataType: "d"}, p),
 			"negative retry":    s.RecordSoftFailure(ctx, k, p, p, -1, "r"),
 			"empty hard error":  s.RecordHardFailure(ctx, k, p, p, ""),
 			"invalid scope":     s.RecordSuccess(jobresults.WithScope(ctx, "UPPER"), k, p),

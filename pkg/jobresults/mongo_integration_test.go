@@ -123,10 +123,10 @@ func TestMongoStore(t *testing.T) {
 		}
 		sctx := jobresults.WithScope(ctx, "tenant-a")
 		p := oxytype.Party{Type: "poller", Name: "p"}
-		if err := s.RecordSuccess(sctx, jobresults.Key{JobID: "j", DataType: "done", DocID: "12"}, p); err != nil {
+		if err := s.RecordSuccess(sctx, jobresults.Key{Run: "j", DataType: "done", DocID: "12"}, p); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Apply(sctx, []jobresults.Entry{{Key: jobresults.Key{JobID: "j", DataType: "done", DocID: "x"}, Outcome: oxytype.Success, Version: 5}}); err != nil {
+		if _, err := s.Apply(sctx, []jobresults.Entry{{Key: jobresults.Key{Run: "j", DataType: "done", DocID: "x"}, Outcome: oxytype.Success, Version: 5}}); err != nil {
 			t.Fatal(err)
 		}
 		raw := func(doc string) bson.Raw {

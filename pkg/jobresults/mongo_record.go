@@ -44,7 +44,7 @@ type mongoUploadInfo struct {
 
 func (m *mongoRecord) toRecord() Record {
 	r := Record{
-		Key:          Key{JobID: m.JobID, DataType: m.DataType, DocID: m.DocID},
+		Key:          Key{Run: m.JobID, DataType: m.DataType, DocID: m.DocID},
 		Success:      m.Success,
 		Origin:       oxytype.Party{Type: m.OriginType, Name: m.OriginName},
 		Consumer:     oxytype.Party{Type: m.ConsumerType, Name: m.ConsumerName},

@@ -105,7 +105,7 @@ type harness struct {
 }
 
 func (h *harness) key(dataType, doc string) jobresults.Key {
-	return jobresults.Key{JobID: h.job, DataType: dataType, DocID: doc}
+	return jobresults.Key{Run: h.job, DataType: dataType, DocID: doc}
 }
 
 func (h *harness) success(dataType, doc string, origin oxytype.Party) {
