@@ -263,7 +263,7 @@ func (e *env) run(ctx context.Context, cfg Config) (*result, error) {
 		for _, env := range []messages.Envelope{
 			&messages.Payload{Run: run, Doc: messages.DocID(i), Payload: body},
 			&messages.StatusEvent{Run: run, Doc: messages.DocID(i), DataType: oxytype.DataPayload, Outcome: oxytype.Success,
-				Origin: feeder, Payload: body, Time: time.Now().UTC()},
+				Origin: feeder, Facts: oxytype.Facts{Payload: body}, Time: time.Now().UTC()},
 		} {
 			m, err := messages.NewMsg(env, feeder)
 			if err != nil {

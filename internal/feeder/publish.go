@@ -213,7 +213,7 @@ func (f *Feeder) feed(ctx context.Context, run string, src Source, pl plan) (Fee
 				DataType: oxytype.DataPayload,
 				Outcome:  oxytype.Success,
 				Origin:   f.origin,
-				Payload:  p.Redacted(),
+				Facts:    oxytype.Facts{Payload: p.Redacted()},
 				Time:     f.cfg.Now().UTC(),
 			}
 			m, err := messages.NewMsg(ev, f.origin)

@@ -84,7 +84,7 @@ func (b *broker) feed(bodies []json.RawMessage, from int) {
 	for i := from; i < len(bodies); i++ {
 		b.publishAsync(b.payloadMsg(i, bodies[i]))
 		b.publishAsync(b.msg(&messages.StatusEvent{Run: b.run, Doc: messages.DocID(i), DataType: oxytype.DataPayload,
-			Outcome: oxytype.Success, Origin: feederActor, Payload: bodies[i], Time: time.Now().UTC()}))
+			Outcome: oxytype.Success, Origin: feederActor, Facts: oxytype.Facts{Payload: bodies[i]}, Time: time.Now().UTC()}))
 	}
 	b.flush()
 }

@@ -130,7 +130,7 @@ func (p *Poller) done(m *stage.Msg, s *messages.Submitted, job wsa.Job, upload *
 	return m.Record(&messages.StatusEvent{
 		Run: s.Run, Doc: s.Doc, Attempt: s.Attempt,
 		DataType: oxytype.DataDone, Outcome: oxytype.Success,
-		APIJobID: s.APIJobID, Payload: s.Payload, Upload: upload,
+		Facts: oxytype.Facts{APIJobID: s.APIJobID, Payload: s.Payload, Upload: upload},
 	})
 }
 

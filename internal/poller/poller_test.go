@@ -97,8 +97,8 @@ func TestFaultedJob(t *testing.T) {
 		t.Fatalf("events = %+v, want one hard failure", evs)
 	}
 	ev := evs[0]
-	want := messages.StatusEvent{Outcome: oxytype.HardFailure, State: oxytype.Faulted, DataType: oxytype.DataSubmitted,
-		Reason: "faulted", APIJobID: s.APIJobID, Consumer: oxytype.Party{Type: "poller", Name: "poller-test"}, Origin: submitter}
+	want := messages.StatusEvent{Outcome: oxytype.HardFailure, Facts: oxytype.Facts{State: oxytype.Faulted, APIJobID: s.APIJobID}, DataType: oxytype.DataSubmitted,
+		Reason: "faulted", Consumer: oxytype.Party{Type: "poller", Name: "poller-test"}, Origin: submitter}
 	if ev.Outcome != want.Outcome || ev.State != want.State || ev.DataType != want.DataType || ev.Reason != want.Reason ||
 		ev.APIJobID != want.APIJobID || ev.Error != nil || ev.Consumer != want.Consumer || ev.Origin != want.Origin {
 		t.Fatalf("event = %+v, want %+v with no error", ev, want)

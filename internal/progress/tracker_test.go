@@ -19,7 +19,7 @@ func product(n int) json.RawMessage {
 }
 
 func success(doc int, dt oxytype.DataType, id string) *messages.StatusEvent {
-	ev := &messages.StatusEvent{Run: run, Doc: messages.DocID(doc), DataType: dt, Outcome: oxytype.Success, APIJobID: id}
+	ev := &messages.StatusEvent{Run: run, Doc: messages.DocID(doc), DataType: dt, Outcome: oxytype.Success, Facts: oxytype.Facts{APIJobID: id}}
 	if dt == oxytype.DataPayload {
 		ev.Payload = product(doc + 1)
 	}
@@ -27,7 +27,7 @@ func success(doc int, dt oxytype.DataType, id string) *messages.StatusEvent {
 }
 
 func hard(doc int, dt oxytype.DataType, state oxytype.State, id string, info *oxytype.ErrorInfo, reason string) *messages.StatusEvent {
-	return &messages.StatusEvent{Run: run, Doc: messages.DocID(doc), DataType: dt, Outcome: oxytype.HardFailure, State: state, APIJobID: id, Error: info, Reason: reason}
+	return &messages.StatusEvent{Run: run, Doc: messages.DocID(doc), DataType: dt, Outcome: oxytype.HardFailure, Facts: oxytype.Facts{State: state, APIJobID: id, Error: info}, Reason: reason}
 }
 
 func code(n int) *int { return &n }

@@ -54,7 +54,7 @@ func Example() {
 				return err
 			}
 			defer stop() // one message is enough for the example
-			return m.Record(&messages.StatusEvent{DataType: oxytype.DataSubmitted, Outcome: oxytype.Success, APIJobID: out.APIJobID})
+			return m.Record(&messages.StatusEvent{DataType: oxytype.DataSubmitted, Outcome: oxytype.Success, Facts: oxytype.Facts{APIJobID: out.APIJobID}})
 		}))
 	if err := w.Run(runCtx); err != nil {
 		fmt.Println(err)

@@ -199,7 +199,7 @@ func (w *Worker) failureEvent(m *Msg, outcome oxytype.Outcome, reason string, in
 		Run: run, Doc: doc, Attempt: k.Attempt,
 		DataType: w.cfg.Consumer.InputDataType, Outcome: outcome,
 		Origin: origin, Consumer: w.actor, RetryCount: m.NumDelivered(),
-		Reason: reason, Error: info, APIJobID: apiJobID, Payload: k.Payload,
+		Reason: reason, Facts: oxytype.Facts{Error: info, APIJobID: apiJobID, Payload: k.Payload},
 		Time: time.Now().UTC(),
 	}
 	if outcome == oxytype.HardFailure {

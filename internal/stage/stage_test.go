@@ -34,7 +34,7 @@ func submit(_ context.Context, m *stage.Msg) error {
 		return err
 	}
 	return m.Record(&messages.StatusEvent{Run: p.Run, Doc: p.Doc, Attempt: p.Attempt,
-		DataType: oxytype.DataSubmitted, Outcome: oxytype.Success, APIJobID: out.APIJobID})
+		DataType: oxytype.DataSubmitted, Outcome: oxytype.Success, Facts: oxytype.Facts{APIJobID: out.APIJobID}})
 }
 
 func TestSuccessPublishesOutputsAndEventsThenAcks(t *testing.T) {

@@ -164,11 +164,7 @@ func toEntry(ev *messages.StatusEvent, seq uint64) jobresults.Entry {
 		Reason:     ev.Reason,
 		Version:    seq,
 		Time:       ev.Time,
-		State:      ev.State,
-		APIJobID:   ev.APIJobID,
-		Payload:    ev.Payload,
-		Error:      ev.Error,
-		Upload:     ev.Upload,
+		Facts:      ev.Facts,
 	}
 	if ev.Outcome == oxytype.Success {
 		// A success at a data type is its producer's (the feeder's "fed",

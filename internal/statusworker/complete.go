@@ -364,8 +364,8 @@ func (w *StatusWorker) source(run string) runlog.Source {
 func logRecord(r jobresults.Record) runlog.Record {
 	return runlog.Record{
 		Doc: r.DocID, DataType: oxytype.DataType(r.DataType), Success: r.Success, HardFailure: r.HardFailure,
-		State: r.State, APIJobID: r.APIJobID, Payload: r.Payload, Error: r.Error, Upload: r.Upload,
-		Time: r.Time,
+		Facts: r.Facts,
+		Time:  r.Time,
 	}
 }
 

@@ -64,7 +64,7 @@ func Example() {
 	// The stages' status events for the one doc.
 	for _, dt := range []oxytype.DataType{oxytype.DataPayload, oxytype.DataSubmitted, oxytype.DataDone, oxytype.DataWritten} {
 		ev := &messages.StatusEvent{Run: run, Doc: "0", DataType: dt, Outcome: oxytype.Success, Origin: feeder,
-			APIJobID: "7500000000000000001", Payload: json.RawMessage(`{"source":"universal","url":"https://example.com"}`), Time: time.Now()}
+			Facts: oxytype.Facts{APIJobID: "7500000000000000001", Payload: json.RawMessage(`{"source":"universal","url":"https://example.com"}`)}, Time: time.Now()}
 		m, _ := messages.NewMsg(ev, feeder)
 		if _, err := js.PublishMsg(ctx, m); err != nil {
 			fmt.Println(err)

@@ -150,7 +150,7 @@ func (w *StatusWorker) expiryEvents(ctx context.Context, rec messages.RunRecord,
 func (w *StatusWorker) expiryEvent(rec messages.RunRecord, d runlog.Doc, claim *messages.Claim) *messages.StatusEvent {
 	ev := &messages.StatusEvent{
 		Run: rec.Announced.Run, Doc: messages.DocID(d.Pos), Outcome: oxytype.HardFailure,
-		Origin: w.actor, Consumer: w.actor, Payload: d.Line.Payload, Time: w.cfg.Now().UTC(),
+		Origin: w.actor, Consumer: w.actor, Facts: oxytype.Facts{Payload: d.Line.Payload}, Time: w.cfg.Now().UTC(),
 	}
 	id := ""
 	if d.Line.ID != nil {

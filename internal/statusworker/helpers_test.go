@@ -293,25 +293,25 @@ func intp(n int) *int { return &n }
 // fed is the feeder's success at payload for doc n.
 func fed(run string, n int) *messages.StatusEvent {
 	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: oxytype.DataPayload,
-		Outcome: oxytype.Success, Origin: feeder, Payload: payloadOf(n)}
+		Outcome: oxytype.Success, Origin: feeder, Facts: oxytype.Facts{Payload: payloadOf(n)}}
 }
 
 // submitted is the submitter's success at submitted for doc n.
 func submitted(run string, n int) *messages.StatusEvent {
 	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: oxytype.DataSubmitted,
-		Outcome: oxytype.Success, Origin: submitter, APIJobID: jobID(n), Payload: payloadOf(n)}
+		Outcome: oxytype.Success, Origin: submitter, Facts: oxytype.Facts{APIJobID: jobID(n), Payload: payloadOf(n)}}
 }
 
 // polled is the poller's success at done for doc n.
 func polled(run string, n int) *messages.StatusEvent {
 	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: oxytype.DataDone,
-		Outcome: oxytype.Success, Origin: poller, APIJobID: jobID(n)}
+		Outcome: oxytype.Success, Origin: poller, Facts: oxytype.Facts{APIJobID: jobID(n)}}
 }
 
 // written is the writer's success at written for doc n.
 func written(run string, n int) *messages.StatusEvent {
 	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: oxytype.DataWritten,
-		Outcome: oxytype.Success, Origin: writer, APIJobID: jobID(n)}
+		Outcome: oxytype.Success, Origin: writer, Facts: oxytype.Facts{APIJobID: jobID(n)}}
 }
 
 // doneDoc is every success event of a doc that goes all the way.
@@ -324,15 +324,14 @@ func unfetched404(run string, n int) *messages.StatusEvent {
 	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: oxytype.DataSubmitted,
 		Outcome: oxytype.HardFailure, Origin: submitter, Consumer: poller, RetryCount: 1,
 		Reason: fmt.Sprintf("Stopped checking job %s, because the API returned 404 Not Found", jobID(n)),
-		Error:  &oxytype.ErrorInfo{StatusCode: intp(404), Message: "Not Found", TraceID: "00000001-000000000000000000000000"},
-		State:  oxytype.Unfetched, APIJobID: jobID(n), Payload: payloadOf(n)}
+		Facts:  oxytype.Facts{Error: &oxytype.ErrorInfo{StatusCode: intp(404), Message: "Not Found", TraceID: "00000001-000000000000000000000000"}, State: oxytype.Unfetched, APIJobID: jobID(n), Payload: payloadOf(n)}}
 }
 
 // faulted is the poller finding doc n's job faulted.
 func faulted(run string, n int) *messages.StatusEvent {
 	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: oxytype.DataSubmitted,
 		Outcome: oxytype.HardFailure, Origin: submitter, Consumer: poller, RetryCount: 1,
-		Reason: fmt.Sprintf("Job %s faulted", jobID(n)), State: oxytype.Faulted, APIJobID: jobID(n), Payload: payloadOf(n)}
+		Reason: fmt.Sprintf("Job %s faulted", jobID(n)), Facts: oxytype.Facts{State: oxytype.Faulted, APIJobID: jobID(n), Payload: payloadOf(n)}}
 }
 
 // seedEvents are the events of the seed's example: doc 0's status check

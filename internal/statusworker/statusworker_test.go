@@ -137,8 +137,7 @@ func TestAConsumersFailureOutlivesALateSuccess(t *testing.T) {
 
 	stopped := &messages.StatusEvent{Run: run, Doc: messages.DocID(0), DataType: oxytype.DataPayload,
 		Outcome: oxytype.HardFailure, Origin: feeder, Consumer: submitter, RetryCount: 1,
-		Reason: "Stopped submitting, because the run was stopped", State: oxytype.Unsubmitted,
-		Error: &oxytype.ErrorInfo{Message: "the run was stopped before this payload was submitted"}, Payload: payloadOf(0)}
+		Reason: "Stopped submitting, because the run was stopped", Facts: oxytype.Facts{State: oxytype.Unsubmitted, Error: &oxytype.ErrorInfo{Message: "the run was stopped before this payload was submitted"}, Payload: payloadOf(0)}}
 	e.publish(stopped, fed(run, 0))
 	e.publish(fed(run, 1), unfetched404(run, 1), submitted(run, 1))
 	e.publish(doneDoc(run, 2)...)
@@ -382,7 +381,7 @@ func TestNoRunStrands(t *testing.T) {
 		sw := e.start(e.config(jobresults.NewMemoryStore(), nil))
 		run, _ := e.announce(2, e.logDir)
 		writeFailed := &messages.StatusEvent{Run: run, Doc: "0", DataType: oxytype.DataDone, Outcome: oxytype.HardFailure,
-			Origin: poller, Consumer: writer, Reason: "write failed", State: oxytype.Unfetched, APIJobID: jobID(0)}
+			Origin: poller, Consumer: writer, Reason: "write failed", Facts: oxytype.Facts{State: oxytype.Unfetched, APIJobID: jobID(0)}}
 		// Doc 0 is written and hard-failed; doc 1 is only fed. The cheap
 		// counts reach the total (2) while one doc is still open.
 		e.publish(append(doneDoc(run, 0), writeFailed, fed(run, 1))...)
@@ -519,7 +518,7 @@ func TestNoRunStrands(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.publish(fed(run, 1), &messages.StatusEvent{Run: run, Doc: "1", DataType: oxytype.DataPayload, Outcome: oxytype.HardFailure,
-			Origin: feeder, Consumer: submitter, Reason: "the run was stopped", State: oxytype.Unsubmitted})
+			Origin: feeder, Consumer: submitter, Reason: "the run was stopped", Facts: oxytype.Facts{State: oxytype.Unsubmitted}})
 		rec := e.waitCompleted(run)
 		if c := rec.Completed; c.Done != 1 || c.Unsubmitted != 1 {
 			t.Fatalf("completion %+v", c)

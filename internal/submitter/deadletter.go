@@ -100,7 +100,7 @@ func (s *Submitter) successFromClaim(m *stage.Msg, ev *messages.StatusEvent, c m
 	*ev = messages.StatusEvent{
 		Run: env.Run, Doc: env.Doc, Attempt: env.Attempt,
 		DataType: oxytype.DataSubmitted, Outcome: oxytype.Success,
-		Origin: ev.Consumer, APIJobID: c.APIJobID, Payload: ev.Payload, Time: ev.Time,
+		Origin: ev.Consumer, Facts: oxytype.Facts{APIJobID: c.APIJobID, Payload: ev.Payload}, Time: ev.Time,
 	}
 	return true
 }

@@ -357,7 +357,7 @@ func (s *Submitter) publishSubmitted(it *item, jobID string, at time.Time) error
 	return it.m.Record(&messages.StatusEvent{
 		Run: it.env.Run, Doc: it.env.Doc, Attempt: it.env.Attempt,
 		DataType: oxytype.DataSubmitted, Outcome: oxytype.Success,
-		APIJobID: jobID, Payload: it.p.Redacted(),
+		Facts: oxytype.Facts{APIJobID: jobID, Payload: it.p.Redacted()},
 	})
 }
 

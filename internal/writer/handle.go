@@ -70,7 +70,7 @@ func (w *Writer) handle(ctx context.Context, m *stage.Msg) error {
 	return m.Record(&messages.StatusEvent{
 		Run: d.Run, Doc: d.Doc, Attempt: d.Attempt,
 		DataType: oxytype.DataWritten, Outcome: oxytype.Success,
-		APIJobID: d.APIJobID, Payload: d.Payload,
+		Facts: oxytype.Facts{APIJobID: d.APIJobID, Payload: d.Payload},
 	})
 }
 

@@ -40,23 +40,13 @@ type Entry struct {
 	// (stores with scoping enabled only).
 	Scope string
 
-	// Run-log fields. State and Error describe this outcome: each entry
-	// replaces them (an empty one clears them). APIJobID, Payload and Upload
-	// describe the document: they are stored when non-empty and kept
-	// otherwise.
-
-	// State is the run-log state hint, e.g. runlog.Rejected; "" for none.
-	State oxytype.State
-	// APIJobID is the API job id.
-	APIJobID string
-	// Payload is the document's payload, valid JSON; URL credentials in it
-	// are redacted before it is stored.
-	Payload json.RawMessage
-	// Error is the structured error of a failure; its message is redacted
-	// before it is stored. Ignored for a success.
-	Error *oxytype.ErrorInfo
-	// Upload is the cloud-storage upload entry.
-	Upload *oxytype.Upload
+	// Facts are the run-log facts. State and Error describe this outcome:
+	// each entry replaces them (an empty one clears them; a success's Error
+	// is ignored). APIJobID, Payload and Upload describe the document: they
+	// are stored when non-empty and kept otherwise. Payload must be valid
+	// JSON; URL credentials in it and in Error's message are redacted before
+	// they are stored.
+	oxytype.Facts
 }
 
 // prepared is a validated entry ready for a store: times normalised, texts

@@ -19,10 +19,10 @@ func TestMemoryStoreKeepsOnePayloadPerDocument(t *testing.T) {
 	var entries []Entry
 	for _, stage := range []string{"payload", "submitted", "done", "written"} {
 		entries = append(entries, Entry{Key: Key{Run: "run", DataType: stage, DocID: "0"}, Outcome: oxytype.Success,
-			APIJobID: strings.Clone("7500000000000000001"), Payload: append(json.RawMessage(nil), payload...)})
+			Facts: oxytype.Facts{APIJobID: strings.Clone("7500000000000000001"), Payload: append(json.RawMessage(nil), payload...)}})
 	}
 	entries = append(entries, Entry{Key: Key{Run: "run", DataType: "payload", DocID: "1"}, Outcome: oxytype.Success,
-		Payload: append(json.RawMessage(nil), payload...)})
+		Facts: oxytype.Facts{Payload: append(json.RawMessage(nil), payload...)}})
 	if _, err := s.Apply(context.Background(), entries); err != nil {
 		t.Fatal(err)
 	}

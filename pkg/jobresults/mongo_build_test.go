@@ -93,10 +93,8 @@ func TestWriteOpVersionedEntryWithRunLogFields(t *testing.T) {
 	p := mustPrepare(t, Entry{
 		Key: Key{"job-1", "written", "7"}, Outcome: oxytype.HardFailure,
 		Origin: oxytype.Party{Type: "writer", Name: "w"}, Consumer: oxytype.Party{Type: "writer", Name: "w"}, Reason: "403 Forbidden", Version: 9,
-		State: oxytype.Unfetched, APIJobID: "7339524535381539841", Payload: []byte(`{"url":"https://u:p@h/"}`),
-		Error:  &oxytype.ErrorInfo{StatusCode: &code, Message: "Forbidden", TraceID: "t-1"},
-		Upload: &oxytype.Upload{Code: 13001, Message: "upload failed"},
-		Time:   time.Date(2026, 9, 29, 19, 0, 0, 999_999_999, time.FixedZone("CEST", 7200)),
+		Facts: oxytype.Facts{State: oxytype.Unfetched, APIJobID: "7339524535381539841", Payload: []byte(`{"url":"https://u:p@h/"}`), Error: &oxytype.ErrorInfo{StatusCode: &code, Message: "Forbidden", TraceID: "t-1"}, Upload: &oxytype.Upload{Code: 13001, Message: "upload failed"}},
+		Time:  time.Date(2026, 9, 29, 19, 0, 0, 999_999_999, time.FixedZone("CEST", 7200)),
 	}, "")
 	filter, update := writeOp(p)
 	// Only a record with a lower (or no) version matches; otherwise the
@@ -109,14 +107,14 @@ func TestWriteOpVersionedEntryWithRunLogFields(t *testing.T) {
 			`"payload":"{\"url\":\"https://redacted:redacted@h/\"}","upload":{"code":13001,"message":"upload failed"}},`+
 			`"$unset":{"retry_count":"","soft_failures":""},"$setOnInsert":{"doc_pos":7}}`)
 
-	noCode := mustPrepare(t, Entry{Key: Key{"j", "d", "x"}, Outcome: oxytype.SoftFailure, Reason: "reset", Error: &oxytype.ErrorInfo{Message: "reset"}}, "")
+	noCode := mustPrepare(t, Entry{Key: Key{"j", "d", "x"}, Outcome: oxytype.SoftFailure, Reason: "reset", Facts: oxytype.Facts{Error: &oxytype.ErrorInfo{Message: "reset"}}}, "")
 	_, update = writeOp(noCode)
 	set := update[0].Value.(bson.D)
 	assertJSON(t, "an error without a status code stores null", bson.D{set[len(set)-1]},
 		`{"error":{"status_code":null,"message":"reset","trace_id":""}}`)
 
 	marked := mustPrepare(t, Entry{Key: Key{"j", "payload", "x"}, Outcome: oxytype.HardFailure, Reason: "500",
-		Error: &oxytype.ErrorInfo{Message: "Internal Server Error", MayHaveBilled: true}}, "")
+		Facts: oxytype.Facts{Error: &oxytype.ErrorInfo{Message: "Internal Server Error", MayHaveBilled: true}}}, "")
 	_, update = writeOp(marked)
 	set = update[0].Value.(bson.D)
 	assertJSON(t, "the may-have-billed mark is stored with the error", bson.D{set[len(set)-1]},

@@ -54,8 +54,7 @@ func (m *mongoRecord) toRecord() Record {
 		Time:         m.Time.UTC(),
 		Scope:        m.Scope,
 		Version:      uint64(max(m.Version, 0)),
-		State:        oxytype.State(m.State),
-		APIJobID:     m.APIJobID,
+		Facts:        oxytype.Facts{State: oxytype.State(m.State), APIJobID: m.APIJobID},
 	}
 	if len(r.SoftFailures) == 0 {
 		r.SoftFailures = nil

@@ -1,7 +1,6 @@
 package jobresults
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
@@ -39,18 +38,11 @@ type Record struct {
 	// Version is the version of the last versioned write (Entry.Version);
 	// 0 when only unversioned writes have reached the record.
 	Version uint64
-	// State is the run-log state hint of the last outcome (failures; a
-	// success may carry one too); "" when it gave none.
-	State oxytype.State
-	// APIJobID is the API job id, once any write carried one.
-	APIJobID string
-	// Payload is the (redacted) payload, once any write carried one.
-	Payload json.RawMessage
-	// Error is the structured error of the last outcome; nil when it gave
-	// none or was a success.
-	Error *oxytype.ErrorInfo
-	// Upload is the cloud-storage upload entry, once any write carried one.
-	Upload *oxytype.Upload
+	// Facts are the run-log facts: State and Error of the last outcome
+	// (empty when it gave none; Error nil after a success), and the
+	// APIJobID, (redacted) Payload and Upload of the last write that
+	// carried each.
+	oxytype.Facts
 	// FinishedAt is when the record's job finished, as Finisher.FinishJob
 	// stamped it (UTC, millisecond precision); zero while the job is open.
 	// A MongoStore with a TTL removes the record that long after it, and

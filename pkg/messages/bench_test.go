@@ -38,7 +38,7 @@ func benchDecode[T any](b *testing.B, subject string, data []byte, decode func(s
 // frequent message of a run.
 func BenchmarkDecodeStatusEvent(b *testing.B) {
 	e := &messages.StatusEvent{Run: run, Doc: "12345", DataType: oxytype.DataSubmitted, Outcome: oxytype.Success,
-		Origin: oxytype.Party{Type: "submitter", Name: "pod-1"}, APIJobID: "7000000000000000001", Payload: benchPayload, Time: benchAt}
+		Origin: oxytype.Party{Type: "submitter", Name: "pod-1"}, Facts: oxytype.Facts{APIJobID: "7000000000000000001", Payload: benchPayload}, Time: benchAt}
 	benchDecode(b, e.Subject(), benchEncode(b, e), messages.DecodeStatusEvent)
 }
 
@@ -46,7 +46,7 @@ func BenchmarkDecodeStatusEvent(b *testing.B) {
 // build does not know.
 func BenchmarkDecodeStatusEventExtra(b *testing.B) {
 	e := &messages.StatusEvent{Run: run, Doc: "12345", DataType: oxytype.DataSubmitted, Outcome: oxytype.Success,
-		Origin: oxytype.Party{Type: "submitter", Name: "pod-1"}, APIJobID: "7000000000000000001", Payload: benchPayload, Time: benchAt,
+		Origin: oxytype.Party{Type: "submitter", Name: "pod-1"}, Facts: oxytype.Facts{APIJobID: "7000000000000000001", Payload: benchPayload}, Time: benchAt,
 		Extra: messages.Extra{"x_future": json.RawMessage(`{"a":[1,2,"}"]}`), "x_flag": json.RawMessage(`true`)}}
 	benchDecode(b, e.Subject(), benchEncode(b, e), messages.DecodeStatusEvent)
 }
@@ -83,7 +83,7 @@ func BenchmarkDecodeClaim(b *testing.B) {
 // BenchmarkEncodeStatusEvent encodes a writer's success event.
 func BenchmarkEncodeStatusEvent(b *testing.B) {
 	e := &messages.StatusEvent{Run: run, Doc: "12345", DataType: oxytype.DataSubmitted, Outcome: oxytype.Success,
-		Origin: oxytype.Party{Type: "submitter", Name: "pod-1"}, APIJobID: "7000000000000000001", Payload: benchPayload, Time: benchAt}
+		Origin: oxytype.Party{Type: "submitter", Name: "pod-1"}, Facts: oxytype.Facts{APIJobID: "7000000000000000001", Payload: benchPayload}, Time: benchAt}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := e.MarshalJSON(); err != nil {

@@ -133,7 +133,7 @@ func TestEveryEnvelopeRoundTrips(t *testing.T) {
 		&messages.Payload{Run: run, Doc: "0", Payload: payload, Extra: extra},
 		&messages.Submitted{Run: run, Doc: "0", APIJobID: "7000000000000000001", Payload: payload, SubmittedAt: at, Extra: extra},
 		&messages.Done{Run: run, Doc: "0", APIJobID: "7000000000000000001", Payload: payload, FinishedAt: at, Extra: extra},
-		&messages.StatusEvent{Run: run, Doc: "0", DataType: oxytype.DataSubmitted, Outcome: oxytype.Success, Origin: oxytype.Party{Type: "submitter", Name: "pod-1"}, APIJobID: "7000000000000000001", Time: at, Extra: extra},
+		&messages.StatusEvent{Run: run, Doc: "0", DataType: oxytype.DataSubmitted, Outcome: oxytype.Success, Origin: oxytype.Party{Type: "submitter", Name: "pod-1"}, Facts: oxytype.Facts{APIJobID: "7000000000000000001"}, Time: at, Extra: extra},
 		&messages.RunCompleted{Run: run, Total: 3, Done: 1, Faulted: 1, Unfetched: 1, CompletedAt: at, RunLog: "logs/" + run + ".jsonl", Extra: extra},
 	}
 	for _, e := range envs {
@@ -181,8 +181,8 @@ func TestPayloadBytesAreNotHTMLEscaped(t *testing.T) {
 		&messages.Payload{Run: run, Doc: "0", Payload: payload, Extra: extra},
 		&messages.Submitted{Run: run, Doc: "0", APIJobID: "7000000000000000001", Payload: payload, SubmittedAt: at, Extra: extra},
 		&messages.Done{Run: run, Doc: "0", APIJobID: "7000000000000000001", Payload: payload, FinishedAt: at, Extra: extra},
-		&messages.StatusEvent{Run: run, Doc: "0", DataType: oxytype.DataPayload, Outcome: oxytype.HardFailure, State: oxytype.Rejected,
-			Origin: oxytype.Party{Type: "feeder", Name: "t"}, Reason: "bad <url> & more", Payload: payload, Time: at, Extra: extra},
+		&messages.StatusEvent{Run: run, Doc: "0", DataType: oxytype.DataPayload, Outcome: oxytype.HardFailure, Facts: oxytype.Facts{State: oxytype.Rejected, Payload: payload},
+			Origin: oxytype.Party{Type: "feeder", Name: "t"}, Reason: "bad <url> & more", Time: at, Extra: extra},
 	}
 	for _, e := range envs {
 		m, err := messages.NewMsg(e, oxytype.Party{Type: "test", Name: "t"})
@@ -313,11 +313,9 @@ func TestDecodeChecksPerKind(t *testing.T) {
 func TestStatusEventsAreRedactedOnEncode(t *testing.T) {
 	t.Parallel()
 	ev := messages.StatusEvent{
-		Run: run, Doc: "4", DataType: oxytype.DataDone, Outcome: oxytype.HardFailure, State: oxytype.Unfetched,
-		Reason:  "PUT https://AKIA:s3cr3t@minio.local/b failed",
-		Error:   &oxytype.ErrorInfo{Message: "dial https://u:p@h"},
-		Payload: json.RawMessage(`{"storage_url":"https://KEY:SECRET@host/bucket"}`),
-		Time:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Run: run, Doc: "4", DataType: oxytype.DataDone, Outcome: oxytype.HardFailure, Facts: oxytype.Facts{State: oxytype.Unfetched, Error: &oxytype.ErrorInfo{Message: "dial https://u:p@h"}, Payload: json.RawMessage(`{"storage_url":"https://KEY:SECRET@host/bucket"}`)},
+		Reason: "PUT https://AKIA:s3cr3t@minio.local/b failed",
+		Time:   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 	}
 	data, err := json.Marshal(ev)
 	if err != nil {

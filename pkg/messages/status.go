@@ -1,7 +1,6 @@
 package messages
 
 import (
-	"encoding/json"
 	"reflect"
 	"time"
 
@@ -34,22 +33,13 @@ type StatusEvent struct {
 	RetryCount int `json:"retry_count,omitempty"`
 	// Reason is a one-line human explanation of a failure.
 	Reason string `json:"reason,omitempty"`
-	// Error is the structured error behind a failure, as the run log prints
-	// it (status code, message, trace id).
-	Error *oxytype.ErrorInfo `json:"error,omitempty"`
-	// State is, for a hard failure, the run-log state it implies:
-	// runlog.Rejected, Unsubmitted, Faulted or Unfetched.
-	State oxytype.State `json:"state,omitempty"`
-	// APIJobID is the job id where one exists.
-	APIJobID string `json:"api_job_id,omitempty"`
-	// Payload is the doc's WSA body where known (the feeder's success at
-	// payload always carries it); redacted on encode.
-	Payload json.RawMessage `json:"payload,omitempty"`
-	// Upload is the job's cloud-storage upload entry where the API reported
-	// one.
-	Upload *oxytype.Upload `json:"upload,omitempty"`
-	Time   time.Time       `json:"time"`
-	Extra  Extra           `json:"-"`
+	// Facts are the run-log facts of the outcome (error, state, job id,
+	// payload, upload), written as top-level keys of the event. The feeder's
+	// success at payload always carries the payload; it and the error's
+	// message are redacted on encode.
+	oxytype.Facts
+	Time  time.Time `json:"time"`
+	Extra Extra     `json:"-"`
 }
 
 var statusEventKeys = jsonKeys(reflect.TypeFor[StatusEvent]())

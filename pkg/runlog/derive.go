@@ -24,16 +24,10 @@ type Record struct {
 	// HardFailure is the error text of a hard failure; "" when the record is
 	// not hard-failed.
 	HardFailure string
-	// State is the run-log state the hard failure implies ("" when unknown).
-	State oxytype.State
-	// APIJobID is the job id, once any write carried one.
-	APIJobID string
-	// Payload is the (redacted) payload, once any write carried one.
-	Payload json.RawMessage
-	// Error is the structured error of the last outcome.
-	Error *oxytype.ErrorInfo
-	// Upload is the cloud-storage upload entry, once any write carried one.
-	Upload *oxytype.Upload
+	// Facts are the ledger's run-log facts of the record: the State hint
+	// and Error of its last outcome, the job id, the (redacted) payload and
+	// the upload entry once any write carried them.
+	oxytype.Facts
 	// Time is the time of the record's last write.
 	Time time.Time
 }

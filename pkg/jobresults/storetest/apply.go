@@ -109,40 +109,35 @@ var applyCases = []testCase{
 		payload := json.RawMessage(`{"source":"universal","url":"https://example.com/?q=1"}`)
 		h.apply(1, jobresults.Entry{
 			Key: h.key(stageSubmitted, "1"), Outcome: oxytype.Success, Origin: submitter, Version: 1,
-			APIJobID: "7339524535381539841", Payload: payload,
+			Facts: oxytype.Facts{APIJobID: "7339524535381539841", Payload: payload},
 		})
 		h.apply(1, jobresults.Entry{
 			Key: h.key(stageWritten, "1"), Outcome: oxytype.HardFailure, Origin: writer, Consumer: writer, Version: 9,
-			Reason: "403 Forbidden", State: oxytype.Unfetched, APIJobID: "7339524535381539841",
-			Error:  &oxytype.ErrorInfo{StatusCode: intPtr(403), Message: "Forbidden", TraceID: "trace-1"},
-			Upload: &oxytype.Upload{Code: 13001, Message: "upload failed"},
+			Reason: "403 Forbidden", Facts: oxytype.Facts{State: oxytype.Unfetched, APIJobID: "7339524535381539841", Error: &oxytype.ErrorInfo{StatusCode: intPtr(403), Message: "Forbidden", TraceID: "trace-1"}, Upload: &oxytype.Upload{Code: 13001, Message: "upload failed"}},
 		})
 		equal(h, "submitted record", h.record(stageSubmitted, "1"), jobresults.Record{
 			Key: h.key(stageSubmitted, "1"), Success: true, Origin: submitter, Time: t0, Version: 1,
-			APIJobID: "7339524535381539841", Payload: payload,
+			Facts: oxytype.Facts{APIJobID: "7339524535381539841", Payload: payload},
 		})
 		failed := jobresults.Record{
 			Key: h.key(stageWritten, "1"), Origin: writer, Consumer: writer, HardFailure: "403 Forbidden", Time: t0, Version: 9,
-			State: oxytype.Unfetched, APIJobID: "7339524535381539841",
-			Error:  &oxytype.ErrorInfo{StatusCode: intPtr(403), Message: "Forbidden", TraceID: "trace-1"},
-			Upload: &oxytype.Upload{Code: 13001, Message: "upload failed"},
+			Facts: oxytype.Facts{State: oxytype.Unfetched, APIJobID: "7339524535381539841", Error: &oxytype.ErrorInfo{StatusCode: intPtr(403), Message: "Forbidden", TraceID: "trace-1"}, Upload: &oxytype.Upload{Code: 13001, Message: "upload failed"}},
 		}
 		equal(h, "written record", h.record(stageWritten, "1"), failed)
 
 		// A failure without an HTTP status stores a null status code.
 		h.apply(1, jobresults.Entry{
 			Key: h.key(stageWritten, "1"), Outcome: oxytype.SoftFailure, Origin: writer, Consumer: writer, Version: 10,
-			Reason: "connection reset", State: oxytype.Unfetched, Error: &oxytype.ErrorInfo{Message: "connection reset"},
+			Reason: "connection reset", Facts: oxytype.Facts{State: oxytype.Unfetched, Error: &oxytype.ErrorInfo{Message: "connection reset"}},
 		})
 		failed.HardFailure, failed.SoftFailures, failed.Version = "", []string{"connection reset"}, 10
 		failed.Error = &oxytype.ErrorInfo{Message: "connection reset"}
 		equal(h, "after a soft failure", h.record(stageWritten, "1"), failed)
 
 		// The retry succeeds: the outcome fields go, the document fields stay.
-		h.apply(1, jobresults.Entry{Key: h.key(stageWritten, "1"), Outcome: oxytype.Success, Origin: writer, Version: 11, State: oxytype.Done})
+		h.apply(1, jobresults.Entry{Key: h.key(stageWritten, "1"), Outcome: oxytype.Success, Origin: writer, Version: 11, Facts: oxytype.Facts{State: oxytype.Done}})
 		equal(h, "after the success", h.record(stageWritten, "1"), jobresults.Record{
-			Key: h.key(stageWritten, "1"), Success: true, Origin: writer, Time: t0, Version: 11, State: oxytype.Done,
-			APIJobID: "7339524535381539841", Upload: &oxytype.Upload{Code: 13001, Message: "upload failed"},
+			Key: h.key(stageWritten, "1"), Success: true, Origin: writer, Time: t0, Version: 11, Facts: oxytype.Facts{State: oxytype.Done, APIJobID: "7339524535381539841", Upload: &oxytype.Upload{Code: 13001, Message: "upload failed"}},
 		})
 
 		// A seed write is an entry without run-log fields: it clears the
@@ -156,23 +151,22 @@ var applyCases = []testCase{
 		marked := &oxytype.ErrorInfo{StatusCode: intPtr(500), Message: "Internal Server Error", TraceID: "t-5", MayHaveBilled: true}
 		h.apply(1, jobresults.Entry{
 			Key: h.key(stagePayload, "1"), Outcome: oxytype.HardFailure, Origin: submitter, Consumer: submitter, Version: 3,
-			Reason: "500 Internal Server Error", State: oxytype.Unsubmitted, Error: marked,
+			Reason: "500 Internal Server Error", Facts: oxytype.Facts{State: oxytype.Unsubmitted, Error: marked},
 		})
 		equal(h, "marked error", h.record(stagePayload, "1").Error, marked)
 		// The submitter carries the mark into every later outcome of the
 		// doc; an outcome without it replaces it, like any error.
 		h.apply(1, jobresults.Entry{
 			Key: h.key(stagePayload, "1"), Outcome: oxytype.HardFailure, Origin: submitter, Consumer: submitter, Version: 4,
-			Reason: "429", State: oxytype.Unsubmitted, Error: &oxytype.ErrorInfo{StatusCode: intPtr(429), Message: "Too many requests."},
+			Reason: "429", Facts: oxytype.Facts{State: oxytype.Unsubmitted, Error: &oxytype.ErrorInfo{StatusCode: intPtr(429), Message: "Too many requests."}},
 		})
 		equal(h, "later error", h.record(stagePayload, "1").Error, &oxytype.ErrorInfo{StatusCode: intPtr(429), Message: "Too many requests."})
 	}},
 	{name: "credentials in payloads, reasons and error messages are redacted", run: func(h *harness) {
 		h.apply(1, jobresults.Entry{
 			Key: h.key(stageWritten, "1"), Outcome: oxytype.HardFailure, Origin: writer, Consumer: writer,
-			Reason:  "PUT https://AKIA:secret@bucket.example/x failed",
-			Payload: json.RawMessage(`{"storage_url":"s3://KEY:SECRET@bucket/path"}`),
-			Error:   &oxytype.ErrorInfo{Message: "dial https://u:p@host failed"},
+			Reason: "PUT https://AKIA:secret@bucket.example/x failed",
+			Facts:  oxytype.Facts{Payload: json.RawMessage(`{"storage_url":"s3://KEY:SECRET@bucket/path"}`), Error: &oxytype.ErrorInfo{Message: "dial https://u:p@host failed"}},
 		})
 		h.soft(stageDone, "1", poller, writer, 1, "GET https://user:pw@api.example/v1 timed out")
 		r := h.record(stageWritten, "1")
@@ -184,7 +178,7 @@ var applyCases = []testCase{
 	{name: "records returned are copies", run: func(h *harness) {
 		h.apply(1, jobresults.Entry{
 			Key: h.key(stageDone, "1"), Outcome: oxytype.SoftFailure, Origin: poller, Consumer: writer, Reason: "a",
-			Payload: json.RawMessage(`{"a":1}`), Error: &oxytype.ErrorInfo{StatusCode: intPtr(500), Message: "m"},
+			Facts: oxytype.Facts{Payload: json.RawMessage(`{"a":1}`), Error: &oxytype.ErrorInfo{StatusCode: intPtr(500), Message: "m"}},
 		})
 		r := h.record(stageDone, "1")
 		r.SoftFailures[0] = "mutated"
