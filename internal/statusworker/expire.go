@@ -37,7 +37,7 @@ const unfedGrace = 5 * time.Second
 //     that id: its result can be fetched later at no cost;
 //   - a doc whose claim is held (a submission that may be in flight, or
 //     that died inside its request) is unsubmitted and marked
-//     may-have-billed (runlog.ErrorInfo.MayHaveBilled), never plainly
+//     may-have-billed (oxytype.ErrorInfo.MayHaveBilled), never plainly
 //     unsubmitted;
 //   - any other doc was never sent: unsubmitted, saying why the run stopped.
 //

@@ -66,8 +66,9 @@ const (
 // When a doc has hard failures at several stages the one at the latest stage
 // of the pipeline wins (stages the derivation does not know rank below the
 // pipeline's), then the latest by time. A hard failure at oxytype.DataStatus
-// (a lost report about the doc, not an outcome of it) does not count. The payload is the one recorded at "payload", else any recorded
-// one, redacted again for safety.
+// (a lost report about the doc, not an outcome of it) does not count. The
+// payload is the one recorded at oxytype.DataPayload, else any recorded one,
+// redacted again for safety.
 func Derive(finalDataType oxytype.DataType, recs []Record) (Line, bool) {
 	line, resolved := derive(finalDataType, recs)
 	if line.ID == nil && line.Error != nil && !line.Error.MayHaveBilled && anyMarked(recs) {
