@@ -78,5 +78,5 @@ func (p *pacer) stopping(ctx context.Context) bool {
 	if err != nil {
 		return true
 	}
-	return ref.Record.Stop != nil || ref.Record.State.Finished()
+	return ref.Record.Stop != nil || ref.Record.State.Terminal()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 )
 
@@ -71,7 +72,7 @@ func products(n int) feeder.Slice {
 }
 
 func announced(run string, total int) messages.RunAnnounced {
-	return messages.RunAnnounced{V: messages.Version, Run: run, Total: total, FinalDataType: messages.FinalDataType,
+	return messages.RunAnnounced{V: messages.Version, Run: run, Total: total, FinalDataType: oxytype.FinalDataType,
 		Destination: "results", RunLog: "logs", StartedAt: time.Now().UTC()}
 }
 
@@ -111,7 +112,7 @@ func TestFeedKeepsPaceWithTheResolvedDocs(t *testing.T) {
 		var resolved atomic.Int64
 		f, topo, fed := paced(t, limit, &resolved)
 		run := messages.NewRunID(time.Now())
-		create(t, topo, messages.RunRecord{Announced: announced(run, total), State: messages.RunStateReady})
+		create(t, topo, messages.RunRecord{Announced: announced(run, total), State: oxytype.RunStateReady})
 		done := feed(f, run, products(total))
 		testutil.EventuallyExplain(t, 10*time.Second, func() bool { return fed() == limit },
 			func() string { return fmt.Sprintf("the first window to be fed: %d fed", fed()) })
@@ -135,7 +136,7 @@ func TestFeedKeepsPaceWithTheResolvedDocs(t *testing.T) {
 		f, topo, fed := paced(t, limit, &resolved)
 		run := messages.NewRunID(time.Now())
 		now := time.Now()
-		create(t, topo, messages.RunRecord{Announced: announced(run, total), State: messages.RunStateStopping,
+		create(t, topo, messages.RunRecord{Announced: announced(run, total), State: oxytype.RunStateStopping,
 			Stop: &messages.RunStop{Cause: messages.StopByUser, At: now, Deadline: now.Add(time.Minute)}})
 		o := <-feed(f, run, products(total))
 		if o.err != nil || o.res.Payloads != total || fed() != total {

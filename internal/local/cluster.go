@@ -26,7 +26,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
-	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -162,7 +162,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		// and the failures, not of the run's size. It is rebuilt from the
 		// status stream on a restart, so a file left by a killed process is
 		// overwritten.
-		mem := jobresults.NewMemoryStore(jobresults.WithSpill(filepath.Join(c.dir, ledgerSpillFile), string(messages.FinalDataType)))
+		mem := jobresults.NewMemoryStore(jobresults.WithSpill(filepath.Join(c.dir, ledgerSpillFile), string(oxytype.FinalDataType)))
 		if err := mem.SpillError(); err != nil {
 			cfg.Logger.Warn("the memory ledger keeps every doc in memory", zap.Error(err))
 		}

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // WithSpill makes the store keep the records of complete documents in a
@@ -435,7 +435,7 @@ func decodeDoc(st *memStripe, id string, b []byte, stamp int64) (*memDoc, error)
 		r.stage = st.stage(dec.string())
 		r.version = dec.uvarint()
 		r.timeMS = dec.varint()
-		r.origin = Party{Type: dec.string(), Name: dec.string()}
+		r.origin = oxytype.Party{Type: dec.string(), Name: dec.string()}
 		r.scope = dec.string()
 		if dec.byte() == 0 {
 			if stamp != 0 {
@@ -443,9 +443,9 @@ func decodeDoc(st *memStripe, id string, b []byte, stamp int64) (*memDoc, error)
 			}
 			continue
 		}
-		x := &memRecordExt{state: runlog.State(dec.string())}
+		x := &memRecordExt{state: oxytype.State(dec.string())}
 		if flags := dec.byte(); flags&1 != 0 {
-			e := &runlog.ErrorInfo{MayHaveBilled: flags&4 != 0}
+			e := &oxytype.ErrorInfo{MayHaveBilled: flags&4 != 0}
 			if flags&2 != 0 {
 				code := int(dec.varint())
 				e.StatusCode = &code
@@ -458,7 +458,7 @@ func decodeDoc(st *memStripe, id string, b []byte, stamp int64) (*memDoc, error)
 			x.payload = d.sharedPayload(p)
 		}
 		if dec.byte() != 0 {
-			x.upload = &runlog.Upload{Code: int(dec.varint()), Message: dec.string()}
+			x.upload = &oxytype.Upload{Code: int(dec.varint()), Message: dec.string()}
 		}
 		if x.finishedMS = dec.varint(); x.finishedMS == 0 {
 			x.finishedMS = stamp

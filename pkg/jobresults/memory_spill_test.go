@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 func TestSpillingKeepsOnlyAnOffsetPerCompleteDocument(t *testing.T) {
@@ -17,11 +19,11 @@ func TestSpillingKeepsOnlyAnOffsetPerCompleteDocument(t *testing.T) {
 	for i := range docs {
 		doc := strconv.Itoa(i)
 		for _, dt := range []string{"payload", "submitted", "done", "written"} {
-			entries = append(entries, Entry{Key: Key{JobID: "job", DataType: dt, DocID: doc}, Outcome: Success,
-				Payload: []byte(`{"source":"universal","url":"https://shop.example/` + doc + `"}`), APIJobID: "75000000000" + doc})
+			entries = append(entries, Entry{Key: Key{Run: "job", DataType: dt, DocID: doc}, Outcome: oxytype.Success,
+				Facts: oxytype.Facts{Payload: []byte(`{"source":"universal","url":"https://shop.example/` + doc + `"}`), APIJobID: "75000000000" + doc}})
 		}
 	}
-	entries = append(entries, Entry{Key: Key{JobID: "job", DataType: "submitted", DocID: "7"}, Outcome: HardFailure, Reason: "refused"})
+	entries = append(entries, Entry{Key: Key{Run: "job", DataType: "submitted", DocID: "7"}, Outcome: oxytype.HardFailure, Reason: "refused"})
 	if _, err := s.Apply(ctx, entries); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/local"
 	"github.com/oxypipe/oxypipe/internal/submitter"
 	"github.com/oxypipe/oxypipe/internal/topology"
-	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -132,7 +132,7 @@ func (c *Client) backend(ctx context.Context) (*topology.Topology, *feeder.Feede
 		// often; the distributed stages hold their backlog in the broker).
 		ledger := c.cluster.Ledger()
 		fc.Resolved = func(ctx context.Context, run string) (int, error) {
-			return ledger.CountResolvedDocs(ctx, run, string(messages.FinalDataType))
+			return ledger.CountResolvedDocs(ctx, run, string(oxytype.FinalDataType))
 		}
 	}
 	f, err := feeder.New(fc)

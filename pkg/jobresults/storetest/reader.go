@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // readerCases check ForEachRecord and the behaviour under a cancelled
@@ -84,7 +84,7 @@ var readerCases = []testCase{
 			}
 		}
 		check("RecordSuccess", h.store.RecordSuccess(ctx, h.key(stageDone, "2"), poller))
-		_, err := h.store.Apply(ctx, []jobresults.Entry{h.entry(stageDone, "3", jobresults.Success, 1)})
+		_, err := h.store.Apply(ctx, []jobresults.Entry{h.entry(stageDone, "3", oxytype.Success, 1)})
 		check("Apply", err)
 		_, err = h.store.GetStageCounts(ctx, h.job)
 		check("GetStageCounts", err)
@@ -105,33 +105,45 @@ var runLogFactCase = testCase{name: "every run-log fact of a complete document r
 		return json.RawMessage(`{"source": "universal",  "url":"https://shop.example/p?id=` + doc + `&x=<1>", "n": 1.50}`)
 	}
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	odd := jobresults.Party{Type: "submitter", Name: "submitter-7 \u00e9"}
+	odd := oxytype.Party{Type: "submitter", Name: "submitter-7 \u00e9"}
 	var want []jobresults.Record
 	for i, doc := range []string{"x-named", "3", "12"} {
 		id := fmt.Sprintf("75000000000000000%02d", i)
 		v := uint64(10 * (i + 1))
+		upload := func() *oxytype.Upload {
+			return &oxytype.Upload{Code: 13000, Message: "uploaded to s3://bucket/" + id + ".json"}
+		}
 		entries := []jobresults.Entry{
-			{Key: h.key(stagePayload, doc), Outcome: jobresults.Success, Origin: publisher, Version: v + 1, Time: at(1), Payload: pl(doc)},
-			{Key: h.key(stageSubmitted, doc), Outcome: jobresults.Success, Origin: odd, Version: v + 2, Time: at(2), APIJobID: id, Payload: pl(doc)},
-			{Key: h.key(stageDone, doc), Outcome: jobresults.Success, Origin: poller, Version: v + 3, Time: at(3), APIJobID: id},
-			{Key: h.key(stageWritten, doc), Outcome: jobresults.Success, Origin: writer, Version: v + 4, Time: at(4), APIJobID: id,
-				State: runlog.Done, Upload: &runlog.Upload{Code: 13000, Message: "uploaded to s3://bucket/" + id + ".json"}},
+			{Key: h.key(stagePayload, doc), Outcome: oxytype.Success, Origin: publisher, Version: v + 1, Time: at(1),
+				Facts: oxytype.Facts{Payload: pl(doc)}},
+			{Key: h.key(stageSubmitted, doc), Outcome: oxytype.Success, Origin: odd, Version: v + 2, Time: at(2),
+				Facts: oxytype.Facts{APIJobID: id, Payload: pl(doc)}},
+			{Key: h.key(stageDone, doc), Outcome: oxytype.Success, Origin: poller, Version: v + 3, Time: at(3),
+				Facts: oxytype.Facts{APIJobID: id}},
+			{Key: h.key(stageWritten, doc), Outcome: oxytype.Success, Origin: writer, Version: v + 4, Time: at(4),
+				Facts: oxytype.Facts{APIJobID: id, State: oxytype.Done, Upload: upload()}},
 		}
 		h.apply(len(entries), entries...)
 		want = append(want,
-			jobresults.Record{Key: h.key(stageDone, doc), Success: true, Origin: poller, Time: at(3), Version: v + 3, APIJobID: id},
-			jobresults.Record{Key: h.key(stagePayload, doc), Success: true, Origin: publisher, Time: at(1), Version: v + 1, Payload: pl(doc)},
-			jobresults.Record{Key: h.key(stageSubmitted, doc), Success: true, Origin: odd, Time: at(2), Version: v + 2, APIJobID: id, Payload: pl(doc)},
-			jobresults.Record{Key: h.key(stageWritten, doc), Success: true, Origin: writer, Time: at(4), Version: v + 4, APIJobID: id,
-				State: runlog.Done, Upload: &runlog.Upload{Code: 13000, Message: "uploaded to s3://bucket/" + id + ".json"}},
+			jobresults.Record{Key: h.key(stageDone, doc), Success: true, Origin: poller, Time: at(3), Version: v + 3,
+				Facts: oxytype.Facts{APIJobID: id}},
+			jobresults.Record{Key: h.key(stagePayload, doc), Success: true, Origin: publisher, Time: at(1), Version: v + 1,
+				Facts: oxytype.Facts{Payload: pl(doc)}},
+			jobresults.Record{Key: h.key(stageSubmitted, doc), Success: true, Origin: odd, Time: at(2), Version: v + 2,
+				Facts: oxytype.Facts{APIJobID: id, Payload: pl(doc)}},
+			jobresults.Record{Key: h.key(stageWritten, doc), Success: true, Origin: writer, Time: at(4), Version: v + 4,
+				Facts: oxytype.Facts{APIJobID: id, State: oxytype.Done, Upload: upload()}},
 		)
 	}
-	failed := jobresults.Entry{Key: h.key(stageSubmitted, "5"), Outcome: jobresults.HardFailure, Origin: publisher, Consumer: submitter,
-		Version: 99, Time: at(5), Reason: "500 Internal Server Error", State: runlog.Unsubmitted, Payload: pl("5"),
-		Error: &runlog.ErrorInfo{StatusCode: intPtr(500), Message: "Internal Server Error", TraceID: "trace-5", MayHaveBilled: true}}
+	failedFacts := func() oxytype.Facts {
+		return oxytype.Facts{State: oxytype.Unsubmitted, Payload: pl("5"),
+			Error: &oxytype.ErrorInfo{StatusCode: intPtr(500), Message: "Internal Server Error", TraceID: "trace-5", MayHaveBilled: true}}
+	}
+	failed := jobresults.Entry{Key: h.key(stageSubmitted, "5"), Outcome: oxytype.HardFailure, Origin: publisher, Consumer: submitter,
+		Version: 99, Time: at(5), Reason: "500 Internal Server Error", Facts: failedFacts()}
 	h.apply(1, failed)
 	failedRec := jobresults.Record{Key: failed.Key, Origin: publisher, Consumer: submitter, HardFailure: failed.Reason, Time: at(5),
-		Version: 99, State: runlog.Unsubmitted, Payload: pl("5"), Error: failed.Error}
+		Version: 99, Facts: failedFacts()}
 	// Document order: the named id, then 3, 5, 12.
 	ordered := slices.Concat(want[:8], []jobresults.Record{failedRec}, want[8:])
 	check := func(when string) {
@@ -157,8 +169,9 @@ var runLogFactCase = testCase{name: "every run-log fact of a complete document r
 	check("after FinishJob")
 	// A late duplicate is refused by its version, and a newer write to a
 	// complete document applies on top of everything it holds.
-	h.apply(0, jobresults.Entry{Key: h.key(stageDone, "3"), Outcome: jobresults.Success, Origin: poller, Version: 1, Time: at(70)})
-	h.apply(1, jobresults.Entry{Key: h.key(stageDone, "3"), Outcome: jobresults.Success, Origin: poller, Version: 1000, Time: at(70), APIJobID: "7500000000000000001"})
+	h.apply(0, jobresults.Entry{Key: h.key(stageDone, "3"), Outcome: oxytype.Success, Origin: poller, Version: 1, Time: at(70)})
+	h.apply(1, jobresults.Entry{Key: h.key(stageDone, "3"), Outcome: oxytype.Success, Origin: poller, Version: 1000, Time: at(70),
+		Facts: oxytype.Facts{APIJobID: "7500000000000000001"}})
 	ordered[4].Version, ordered[4].Time = 1000, at(70)
 	check("after a newer write")
 }}
