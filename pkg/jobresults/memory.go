@@ -488,16 +488,9 @@ func (s *MemoryStore) ForEachRecord(ctx context.Context, jobID string, fn func(R
 	return nil
 }
 
-// compareDocs is the document order: ids that are not decimal integers
-// first (by id), then decimal ids by value, then by id.
+// compareDocs is the document order of compareRefs.
 func compareDocs(a, b *memDoc) int {
-	if a.hasPos != b.hasPos {
-		if a.hasPos {
-			return 1
-		}
-		return -1
-	}
-	return cmp.Or(cmp.Compare(a.pos, b.pos), cmp.Compare(a.id, b.id))
+	return compareRefs(docRef{id: a.id, pos: a.pos, hasPos: a.hasPos}, docRef{id: b.id, pos: b.pos, hasPos: b.hasPos})
 }
 
 // readArgs checks the context and the arguments of a read.

@@ -481,6 +481,8 @@ type docRef struct {
 	off, stamp int64
 }
 
+// compareRefs is the document order: ids that are not decimal integers
+// first (by id), then decimal ids by value, then by id.
 func compareRefs(a, b docRef) int {
 	if a.hasPos != b.hasPos {
 		if a.hasPos {
