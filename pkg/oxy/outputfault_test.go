@@ -77,7 +77,7 @@ func stoppingClient(t *testing.T, dests destination.Config) *oxy.Client {
 				// Room for a request slowed down by a loaded machine or the
 				// race detector: a POST cut short by its own timeout has an
 				// unknown outcome, which is another test's subject.
-				sc.SubmitTimeout, sc.Consumer.HandlerTimeout, sc.ClaimStaleAfter = 5*time.Second, 10*time.Second, 15*time.Second
+				sc.SubmitTimeout, sc.Stage.Consumer.HandlerTimeout, sc.ClaimStaleAfter = 5*time.Second, 10*time.Second, 15*time.Second
 				sc.ClaimRecheck = 2 * time.Second
 			}
 		},

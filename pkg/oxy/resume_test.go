@@ -132,7 +132,7 @@ func TestResumeAfterAbruptStop(t *testing.T) {
 		prev := lc.Submitter
 		lc.Submitter = func(sc *submitter.Config) {
 			prev(sc)
-			sc.Runtime.BatchSize, sc.Runtime.MaxInFlight = held, held
+			sc.Stage.BatchSize, sc.Stage.MaxInFlight = held, held
 		}
 	}
 	newClient := func() *oxy.Client {
