@@ -593,7 +593,7 @@ func TestConfigValidation(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{})
 	for name, change := range map[string]func(*submitter.Config){
-		"no API client":                func(c *submitter.Config) { c.API = nil },
+		"no API client":            func(c *submitter.Config) { c.API = nil },
 		"no topology":              func(c *submitter.Config) { c.Topology = nil },
 		"batch of one":             func(c *submitter.Config) { c.MaxBatch = 1 },
 		"batch above 5000":         func(c *submitter.Config) { c.MaxBatch = 5001 },
