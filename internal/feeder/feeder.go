@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/oxypipe/oxypipe/internal/procenv"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 )
@@ -50,10 +50,7 @@ type Config struct {
 // WithDefaults returns c with every unset field filled in.
 func (c Config) WithDefaults() Config {
 	if c.Instance == "" {
-		c.Instance, _ = os.Hostname()
-		if c.Instance == "" {
-			c.Instance = "feeder"
-		}
+		c.Instance = procenv.Hostname()
 	}
 	if c.ReadyTimeout <= 0 {
 		c.ReadyTimeout = DefaultReadyTimeout
