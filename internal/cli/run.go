@@ -382,7 +382,7 @@ func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
 				cleanup()
 				return cfg, func() {}, usageErrorf("%s must be a positive number", envNATSReplicas)
 			}
-			cfg.Topology.Replicas = n
+			cfg.Replicas = n
 		}
 	}
 	if f.mongoURI != "" {
@@ -469,7 +469,7 @@ func startError(err error) error {
 // serveStatus serves the in-process statusworker's JSON API on
 // --status-addr, for `oxy status RUN --url`.
 func (r *runner) serveStatus(ctx context.Context, client *oxy.Client) (func(), error) {
-	cl, err := client.Cluster(ctx)
+	h, err := client.StatusHandler(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -477,7 +477,6 @@ func (r *runner) serveStatus(ctx context.Context, client *oxy.Client) (func(), e
 	if err != nil {
 		return nil, usageErrorf("--status-addr: %w", err)
 	}
-	h := cl.StatusWorker().Handler()
 	mux := http.NewServeMux()
 	mux.Handle("/runs", h)
 	mux.Handle("/runs/", h)

@@ -86,7 +86,7 @@ func sandboxClient(t *testing.T, em emulator.Config) *oxy.Client {
 	if em.JobTime == 0 {
 		em.JobTime = fastJobs
 	}
-	c, err := oxy.NewClient(oxy.Config{Sandbox: true, Emulator: em, Local: fast})
+	c, err := oxy.NewClient(oxy.WithLocal(oxy.Config{Sandbox: true, Emulator: em}, fast))
 	if err != nil {
 		t.Fatal(err)
 	}

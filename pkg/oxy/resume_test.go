@@ -136,7 +136,7 @@ func TestResumeAfterAbruptStop(t *testing.T) {
 		}
 	}
 	newClient := func() *oxy.Client {
-		c, err := oxy.NewClient(oxy.Config{Username: em.Username, Password: em.Password, BaseURL: em.URL, StateDir: state, Local: tune})
+		c, err := oxy.NewClient(oxy.WithLocal(oxy.Config{Username: em.Username, Password: em.Password, BaseURL: em.URL, StateDir: state}, tune))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,10 +268,10 @@ func TestExternalNATS(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 60*time.Second)
 	em := emulator.NewServer(t, emulator.Config{JobTime: fastJobs, RateLimit: emulator.Unlimited})
-	workers, err := oxy.NewClient(oxy.Config{Username: em.Username, Password: em.Password, BaseURL: em.URL, Local: func(lc *local.Config) {
+	workers, err := oxy.NewClient(oxy.WithLocal(oxy.Config{Username: em.Username, Password: em.Password, BaseURL: em.URL}, func(lc *local.Config) {
 		fast(lc)
 		lc.Listen = true
-	}})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
