@@ -17,11 +17,11 @@ import (
 	"github.com/oxypipe/oxypipe/internal/feeder"
 	"github.com/oxypipe/oxypipe/internal/natsconn"
 	"github.com/oxypipe/oxypipe/internal/redact"
-	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
@@ -319,7 +319,7 @@ func (r *runner) source(input string) (*runSource, error) {
 	}
 	s, err := feeder.ReadJSONL(in, feeder.ReadConfig{Dir: dir})
 	if err != nil {
-		var ie *feeder.InputError
+		var ie *oxytype.InputError
 		if errors.As(err, &ie) {
 			return nil, usageErrorf("%v\nhint: nothing was sent; each line must be one JSON object with a source and an input (url, query, …)", ie)
 		}
@@ -409,7 +409,7 @@ func (r *runner) start(ctx context.Context, client *oxy.Client, src *runSource) 
 	if f.resume != "" {
 		run, err := client.Resume(ctx, f.resume, src.source(), opts)
 		if err != nil {
-			if src.Spool == nil && errors.Is(err, feeder.ErrInputMismatch) {
+			if src.Spool == nil && errors.Is(err, oxytype.ErrInputMismatch) {
 				return nil, usageErrorf("no payloads of run %s are kept in %s\nhint: give the run's input file: oxy run --resume %s --state-dir %s FILE", f.resume, f.stateDir, f.resume, f.stateDir)
 			}
 			return nil, startError(err)
@@ -446,10 +446,10 @@ func (r *runner) start(ctx context.Context, client *oxy.Client, src *runSource) 
 // start or be reached is an error (1).
 func startError(err error) error {
 	var (
-		ie  *feeder.InputError
-		rf  *feeder.RunFailedError
+		ie  *oxytype.InputError
+		rf  *oxytype.RunFailedError
 		de  *destination.Error
-		nsw *feeder.NoStatusWorkerError
+		nsw *oxytype.NoStatusWorkerError
 	)
 	switch {
 	case errors.As(err, &ie):
@@ -458,7 +458,7 @@ func startError(err error) error {
 		return usageErrorf("the run log cannot be written, so nothing was sent: %s", rf.Reason)
 	case errors.As(err, &de), errors.Is(err, oxy.ErrNoDestination):
 		return usageErrorf("the destination cannot be written, so nothing was sent: %v", err)
-	case errors.Is(err, oxy.ErrNoCredentials), errors.Is(err, feeder.ErrInputMismatch), errors.Is(err, topology.ErrRunNotFound):
+	case errors.Is(err, oxy.ErrNoCredentials), errors.Is(err, oxytype.ErrInputMismatch), errors.Is(err, oxytype.ErrRunNotFound):
 		return usageError(err)
 	case errors.As(err, &nsw):
 		return fmt.Errorf("%w\nhint: nothing was sent; start a statusworker on this NATS (see deploy/)", nsw)

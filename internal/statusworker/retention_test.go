@@ -13,6 +13,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -54,7 +55,7 @@ func (e *env) claims(run string, n int) int {
 func (e *env) forgotten(run string) bool {
 	e.t.Helper()
 	_, err := e.topo.Runs().Get(context.Background(), run)
-	if err != nil && !errors.Is(err, topology.ErrRunNotFound) {
+	if err != nil && !errors.Is(err, oxytype.ErrRunNotFound) {
 		e.t.Fatal(err)
 	}
 	return err != nil

@@ -20,6 +20,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -89,7 +90,7 @@ func TestResumeFeedsOnlyWhatIsMissing(t *testing.T) {
 	}
 
 	t.Run("a completed run needs nothing", func(t *testing.T) {
-		if _, err := f.Resume(ctx, run, feeder.Slice(ps)); !errors.Is(err, feeder.ErrRunCompleted) {
+		if _, err := f.Resume(ctx, run, feeder.Slice(ps)); !errors.Is(err, oxytype.ErrRunCompleted) {
 			t.Errorf("Resume of a completed run = %v", err)
 		}
 	})
@@ -313,7 +314,7 @@ func TestNoStatusWorker(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	_, err = c.Execute(ctx, products(1, 2), oxy.Options{Destination: t.TempDir()})
-	var nsw *feeder.NoStatusWorkerError
+	var nsw *oxytype.NoStatusWorkerError
 	if !errors.As(err, &nsw) || err.Error() != "no statusworker answered within 300ms; is one running?" {
 		t.Fatalf("Execute = %v", err)
 	}

@@ -36,8 +36,6 @@ type Run struct {
 	fed      chan struct{}
 	warnings []string
 
-	mu       sync.Mutex
-	feedRes  feeder.FeedResult
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -57,13 +55,10 @@ func newRun(ctx context.Context, f *feeder.Feeder, w *progress.Watcher, cancel c
 
 // startFeeding runs feed in the background. A feed that fails ends the run
 // with its error: a run whose payloads cannot all be fed cannot complete.
-func (r *Run) startFeeding(feed func(ctx context.Context) (feeder.FeedResult, error)) {
+func (r *Run) startFeeding(feed func(ctx context.Context) error) {
 	go func() {
 		defer close(r.fed)
-		res, err := feed(r.ctx)
-		r.mu.Lock()
-		r.feedRes = res
-		r.mu.Unlock()
+		err := feed(r.ctx)
 		if err != nil && r.ctx.Err() == nil {
 			r.cancel(err)
 		}
@@ -88,12 +83,6 @@ func (r *Run) Warnings() []string { return append([]string(nil), r.warnings...) 
 // Fed is closed when every payload was published (or feeding failed).
 func (r *Run) Fed() <-chan struct{} { return r.fed }
 
-// FeedResult says what this process published for the run (after Fed).
-func (r *Run) FeedResult() feeder.FeedResult {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.feedRes
-}
 
 // Next returns the next finished job, waiting for it. After the last job it
 // returns io.EOF (then read Err), or the error that ended the run early:
