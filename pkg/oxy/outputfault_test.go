@@ -20,7 +20,6 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/oxypipe/oxypipe/internal/local"
-	"github.com/oxypipe/oxypipe/internal/progress"
 	"github.com/oxypipe/oxypipe/internal/statusworker"
 	"github.com/oxypipe/oxypipe/internal/submitter"
 	"github.com/oxypipe/oxypipe/internal/testutil"
@@ -28,6 +27,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/destination/s3dest"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -222,7 +222,7 @@ func checkStoppedRun(t *testing.T, c *oxy.Client, r stoppedRun, want string, has
 		t.Errorf("the run ended %v after its stop, want within %v + %v", took, max(stopTimeout, stopSettle), stopSlack)
 	}
 	var incomplete *oxy.IncompleteRunError
-	var stopped *progress.StoppedError
+	var stopped *oxytype.StoppedError
 	if !errors.As(r.err, &incomplete) || !errors.As(r.err, &stopped) || !strings.Contains(stopped.Reason, want) {
 		t.Errorf("run error %v, want an incomplete run stopped by the failed write", r.err)
 	}

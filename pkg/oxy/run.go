@@ -10,6 +10,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/feeder"
 	"github.com/oxypipe/oxypipe/internal/progress"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -82,7 +83,6 @@ func (r *Run) Warnings() []string { return append([]string(nil), r.warnings...) 
 
 // Fed is closed when every payload was published (or feeding failed).
 func (r *Run) Fed() <-chan struct{} { return r.fed }
-
 
 // Next returns the next finished job, waiting for it. After the last job it
 // returns io.EOF (then read Err), or the error that ended the run early:
@@ -192,7 +192,7 @@ func (r *Run) WriteReport(w io.Writer) error {
 // Stopped returns what stopped the run, once it is stopping (by Stop, by
 // another process, or by a stage: the writer when results cannot be
 // written), else nil.
-func (r *Run) Stopped() *progress.StoppedError { return r.watcher.Stopped() }
+func (r *Run) Stopped() *oxytype.StoppedError { return r.watcher.Stopped() }
 
 // Completed returns the statusworker's completion of the run (counts, run-log
 // location) once the run completed, else nil.

@@ -88,3 +88,18 @@ func (e *NoStatusWorkerError) Error() string {
 
 // Is makes errors.Is(err, ErrNoStatusWorker) true.
 func (e *NoStatusWorkerError) Is(target error) bool { return target == ErrNoStatusWorker }
+
+// StoppedError is the cause of a run that was stopped before every payload
+// was submitted: by the user (the first Ctrl+C, Run.Stop) or by a stage.
+type StoppedError struct {
+	// Reason is the reason recorded with the stop in the runs bucket.
+	Reason string
+}
+
+// Error implements error.
+func (e *StoppedError) Error() string {
+	if e.Reason == "" {
+		return "the run was stopped"
+	}
+	return "the run was stopped: " + e.Reason
+}
