@@ -31,7 +31,7 @@ type Options struct {
 	Run string
 	// Buffer is how many finished jobs wait for the caller before the run
 	// stops reading its events (progress then stands still until the caller
-	// reads on; the pipeline itself goes on). Default progress.DefaultBuffer.
+	// reads on; the pipeline itself goes on). Default 256.
 	Buffer int
 	// StopTimeout bounds a stop of the run, whoever stops it (Run.Stop, or
 	// the writer when results cannot be written): jobs already submitted

@@ -14,7 +14,9 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
-// Job is one finished payload of a run (see progress.Job).
+// Job is one finished payload of a run: its doc, job id, run-log state,
+// source and input, the file written and, for a problem, its error, reason
+// and stage.
 type Job = progress.Job
 
 // Progress is a run's progress; its String is the progress line.
@@ -173,9 +175,10 @@ func (r *Run) Progress() Progress { return r.watcher.Progress() }
 // rejected, unsubmitted, unfetched).
 func (r *Run) Problems() []Job { return r.watcher.Problems() }
 
-// Report returns the incomplete-run report lines (see progress.ReportLines);
-// print them, an empty line and Err's text at the end of an incomplete run,
-// or use progress.WriteReport.
+// Report returns the incomplete-run report lines, in input order: one per
+// faulted, rejected or unfetched job, then one per distinct reason of the
+// unsubmitted payloads; print them, an empty line and Err's text at the end
+// of an incomplete run, or use WriteReport.
 func (r *Run) Report() []string { return r.watcher.Report() }
 
 // WriteReport writes the incomplete-run report to w: the problem lines,
