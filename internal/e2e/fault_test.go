@@ -11,9 +11,10 @@ import (
 )
 
 // unknownRules make the API create the jobs of products 100–105 and then
-// answer 500, as a user scripts it in a rules file.
+// answer 500 to each one's first submission, however they are batched, as a
+// user scripts it in a rules file.
 const unknownRules = `{"rules": [
-	{"pattern": "products/10[0-5]$", "outcome": {"submit_failure": {"status": 500, "after_create": true, "times": 3}}}
+	{"pattern": "products/10[0-5]$", "outcome": {"submit_failure": {"status": 500, "after_create": true, "times": 1}}}
 ], "job_time": "200ms"}`
 
 // unknownPayloads is 34 plain payloads and 6 (products 100–105) that share

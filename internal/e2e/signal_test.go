@@ -117,7 +117,9 @@ func TestKilledRunResumes(t *testing.T) {
 	}
 
 	began := time.Now()
-	res := oxy(t, dir, sb.env(), nil, "run", "--resume", run, "--state-dir", "state")
+	// A resume waits up to the consumers' AckWait (60 s) for what the dead
+	// process held before it is redelivered: give it room on a loaded machine.
+	res := start(t, dir, nil, sb.env(), "run", "--resume", run, "--state-dir", "state").wait(t, 3*time.Minute)
 	t.Logf("the resumed run took %v: %s", time.Since(began).Round(time.Millisecond), res.lastLine())
 	if res.code != 0 {
 		t.Fatalf("resume: exit %d; stderr:\n%s", res.code, res.stderr)

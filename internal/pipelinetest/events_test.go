@@ -138,7 +138,7 @@ func (c *collector) undecodable() []string {
 func (c *collector) waitFinal(t testing.TB, run string, n int, timeout time.Duration) {
 	t.Helper()
 	var left []string
-	testutil.EventuallyExplain(t, timeout, func() bool {
+	testutil.EventuallyExplain(t, testutil.Patient(timeout), func() bool {
 		left = c.missing(run, n)
 		return len(left) == 0
 	}, func() string {

@@ -171,7 +171,7 @@ func (b *broker) waitEmpty(timeout time.Duration, streams ...string) {
 		}
 		return n
 	}
-	testutil.EventuallyExplain(b.t, timeout, func() bool { return left() == 0 }, func() string {
+	testutil.EventuallyExplain(b.t, testutil.Patient(timeout), func() bool { return left() == 0 }, func() string {
 		parts := make([]string, len(streams))
 		for i, s := range streams {
 			parts[i] = fmt.Sprintf("%s %d", s, b.streamMsgs(s))

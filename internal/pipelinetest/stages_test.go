@@ -12,6 +12,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/poller"
 	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/internal/submitter"
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/internal/writer"
 	"github.com/oxypipe/oxypipe/pkg/destination"
@@ -103,12 +104,13 @@ func tuneSubmitter(o stageOptions) func(*submitter.Config) {
 
 // tunePoller gives a poller configured as cmd/poller configures it the test
 // timings: it checks at 100 ms steps up to 1 s, then every 500 ms, and gives
-// a job 30 s.
+// a job 30 s (2 minutes under the race detector: a loaded machine's poller
+// may not reach a done job's check in 30 s).
 func tunePoller(o stageOptions) func(*poller.Config) {
 	return func(c *poller.Config) {
 		c.Stage = runtime(c.Stage, topology.Poller, o)
 		c.Schedule = poller.Schedule{First: 100 * time.Millisecond, Step: 100 * time.Millisecond, Until: time.Second, Interval: 500 * time.Millisecond}
-		c.PendingLimit = 30 * time.Second
+		c.PendingLimit = testutil.Patient(30 * time.Second)
 		c.Retry = retry.Policy{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}
 	}
 }

@@ -56,7 +56,7 @@ var outputTotal, outputRate, stopSlack = func() (int, int, time.Duration) {
 	if testutil.RaceEnabled {
 		return 400, 50, 45 * time.Second
 	}
-	return 2000, 200, 8 * time.Second
+	return 2000, 200, 20 * time.Second
 }()
 
 // stoppingClient is sandboxClient at outputRate jobs per second, with a
