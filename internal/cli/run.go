@@ -589,7 +589,7 @@ func (r *runner) follow(ctx context.Context, run *oxy.Run, onJob func(*oxy.Job))
 func mayHaveBilledCount(problems []oxy.Job) int {
 	n := 0
 	for _, j := range problems {
-		if j.Status == runlog.Unsubmitted && mayHaveBilled(j.Error) {
+		if j.Status == oxytype.Unsubmitted && mayHaveBilled(j.Error) {
 			n++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -61,12 +62,12 @@ func TestFaultAnUnknownOutcomeIsBilledOnceAndHeldBack(t *testing.T) {
 		}
 	}
 	path, lines := readRunLog(t, filepath.Join(dir, "logs"))
-	if got := states(lines); got[runlog.Done] != 34 || got[runlog.Unsubmitted] != 6 || len(lines) != 40 {
+	if got := states(lines); got[oxytype.Done] != 34 || got[oxytype.Unsubmitted] != 6 || len(lines) != 40 {
 		t.Fatalf("run log states %v, want 34 done and 6 unsubmitted", got)
 	}
 	for i, l := range lines {
 		marked := l.Error != nil && l.Error.MayHaveBilled
-		if marked != (l.State == runlog.Unsubmitted) || (l.State == runlog.Unsubmitted) != isUnknown(l) {
+		if marked != (l.State == oxytype.Unsubmitted) || (l.State == oxytype.Unsubmitted) != isUnknown(l) {
 			t.Errorf("line %d: %s, error %+v", i+1, l.State, l.Error)
 		}
 	}
@@ -113,7 +114,7 @@ func TestFaultAnUnknownOutcomeIsBilledOnceAndHeldBack(t *testing.T) {
 		}
 	}
 	_, recovered := readRunLog(t, filepath.Join(dir, "recovered"))
-	if got := states(recovered); got[runlog.Done] != 40 {
+	if got := states(recovered); got[oxytype.Done] != 40 {
 		t.Fatalf("recovered run log states %v, want 40 done", got)
 	}
 	st = sb.stats(t)
@@ -135,7 +136,7 @@ func TestFaultRetryUnknownOnceFinishesARunAtTwiceTheCost(t *testing.T) {
 		t.Fatalf("run: exit %d, want 0; stderr:\n%s", res.code, res.stderr)
 	}
 	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
-	if got := states(lines); got[runlog.Done] != 40 {
+	if got := states(lines); got[oxytype.Done] != 40 {
 		t.Fatalf("run log states %v, want 40 done", got)
 	}
 	st := sb.stats(t)

@@ -10,9 +10,9 @@ import (
 // runStateError wraps a state a run cannot be resumed from.
 func runStateError(run string, rec *messages.RunRecord) error {
 	switch rec.State {
-	case messages.RunStateCompleted:
+	case oxytype.RunStateCompleted:
 		return fmt.Errorf("feeder: run %s: %w", run, oxytype.ErrRunCompleted)
-	case messages.RunStateFailed:
+	case oxytype.RunStateFailed:
 		return &oxytype.RunFailedError{Run: run, Reason: rec.Reason}
 	}
 	return nil

@@ -35,7 +35,7 @@ func (f *Feeder) Resume(ctx context.Context, run string, src Source) (FeedResult
 	if src.Len() != total {
 		return FeedResult{}, fmt.Errorf("feeder: resume run %s: %w: %d payloads given, the run has %d", run, oxytype.ErrInputMismatch, src.Len(), total)
 	}
-	if ref.Record.State == messages.RunStateAnnounced {
+	if ref.Record.State == oxytype.RunStateAnnounced {
 		if err := f.waitReady(ctx, run); err != nil {
 			return FeedResult{}, err
 		}
@@ -64,7 +64,7 @@ func (f *Feeder) fedDocs(ctx context.Context, run string, total int) (plan, erro
 		if err != nil || pos >= total {
 			return
 		}
-		if ev.DataType == messages.DataPayload && ev.Outcome == messages.Success {
+		if ev.DataType == oxytype.DataPayload && ev.Outcome == oxytype.Success {
 			pl.skipEvent[pos] = true
 			pl.skipPayload[pos] = true
 			return

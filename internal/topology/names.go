@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Stream names.
@@ -43,13 +44,13 @@ var stageTable = func() []ConsumerSettings {
 	fast := []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}
 	slow := []time.Duration{time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute}
 	return []ConsumerSettings{
-		{Stage: Submitter, Stream: StreamPayloads, FilterSubject: messages.AllPayloads, InputDataType: messages.DataPayload,
+		{Stage: Submitter, Stream: StreamPayloads, FilterSubject: messages.AllPayloads, InputDataType: oxytype.DataPayload,
 			AckWait: time.Minute, MaxAckPending: 5000, MaxDeliver: 10, RetryBackoff: slow, HandlerTimeout: 2 * time.Minute},
-		{Stage: Poller, Stream: StreamSubmitted, FilterSubject: messages.AllSubmitted, InputDataType: messages.DataSubmitted,
+		{Stage: Poller, Stream: StreamSubmitted, FilterSubject: messages.AllSubmitted, InputDataType: oxytype.DataSubmitted,
 			AckWait: 30 * time.Second, MaxAckPending: 20000, MaxDeliver: 2000, RetryBackoff: fast, HandlerTimeout: 30 * time.Second},
-		{Stage: Writer, Stream: StreamDone, FilterSubject: messages.AllDone, InputDataType: messages.DataDone,
+		{Stage: Writer, Stream: StreamDone, FilterSubject: messages.AllDone, InputDataType: oxytype.DataDone,
 			AckWait: time.Minute, MaxAckPending: 256, MaxDeliver: 10, RetryBackoff: slow, HandlerTimeout: 5 * time.Minute},
-		{Stage: StatusWorker, Stream: StreamStatus, FilterSubject: messages.AllStatus, InputDataType: messages.DataStatus,
+		{Stage: StatusWorker, Stream: StreamStatus, FilterSubject: messages.AllStatus, InputDataType: oxytype.DataStatus,
 			AckWait: 30 * time.Second, MaxAckPending: 10000, MaxDeliver: 20, RetryBackoff: fast, HandlerTimeout: 30 * time.Second},
 	}
 }()
@@ -75,7 +76,7 @@ type ConsumerSettings struct {
 	FilterSubject string
 	// InputDataType is the data type of the messages the stage consumes: the
 	// data type at which the runtime records their failures.
-	InputDataType messages.DataType
+	InputDataType oxytype.DataType
 	// AckWait is how long the server waits for an ack or a heartbeat before
 	// redelivering.
 	AckWait time.Duration

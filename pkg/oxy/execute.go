@@ -13,7 +13,6 @@ import (
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/destination"
-	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 )
@@ -133,9 +132,9 @@ func (c *Client) Resume(ctx context.Context, run string, src Source, opts Option
 	}
 	rec := ref.Record
 	switch rec.State {
-	case messages.RunStateFailed:
+	case oxytype.RunStateFailed:
 		return nil, &oxytype.RunFailedError{Run: run, Reason: rec.Reason}
-	case messages.RunStateCompleted:
+	case oxytype.RunStateCompleted:
 		return c.Watch(ctx, run, opts)
 	}
 	if src == nil {
