@@ -146,7 +146,7 @@ func (rc *recoverer) recover(ctx context.Context, location string, dryRun bool) 
 	if err := runlog.Put(ctx, logDest, id, nil); err != nil {
 		return usageErrorf("the run log cannot be written, so nothing was sent: %w", err)
 	}
-	logFile := joinLocation(logDest.String(), runlog.FileName(id))
+	logFile := destination.JoinFile(logDest.String(), runlog.FileName(id))
 
 	client, err := oxy.NewClient(cfg)
 	if err != nil {

@@ -1,6 +1,7 @@
 package progress
 
 import (
+	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
@@ -155,7 +156,7 @@ func (t *Tracker) finish(pos int, ev *messages.StatusEvent, state runlog.State) 
 	switch state {
 	case runlog.Done:
 		if ev.DataType == messages.DataWritten && j.ID != "" {
-			j.File = ResultFile(t.destination, j.ID)
+			j.File = destination.ResultFile(t.destination, j.ID)
 		}
 	case runlog.Faulted:
 		j.Stage = ev.DataType

@@ -92,7 +92,7 @@ func (w *Writer) attempt(ctx context.Context, d *messages.Done) (n int64, kind s
 	return n, kind, false, err
 }
 
-// write streams the job's results body into "<id>.json" and returns the
+// write streams the job's results body into its result file and returns the
 // bytes written, or the kind of failure. The body is checked to be JSON on
 // its way (internal/jsonvalid): a body that is not (an HTML page from a
 // proxy, a body cut short) fails the read that would end it, so the atomic
@@ -107,7 +107,7 @@ func (w *Writer) write(ctx context.Context, dest destination.Destination, id str
 	}
 	defer res.Body.Close()
 	body := &countingReader{r: jsonvalid.NewReader(res.Body)}
-	if err := dest.Put(ctx, id+".json", body); err != nil {
+	if err := dest.Put(ctx, destination.ResultName(id), body); err != nil {
 		if body.err != nil {
 			return body.n, kindFetch, fmt.Errorf("reading the results of job %s: %w", id, body.err)
 		}
@@ -173,8 +173,7 @@ func (w *Writer) runEnded(ctx context.Context, run string) string {
 // poller treats it the same way). A destination that is full, denied or
 // missing is not hopeless: someone may fix it while the run's stop waits.
 func hopeless(err error) bool {
-	return errors.Is(err, errNoDestination) || errors.Is(err, wsa.ErrNotFound) || errors.Is(err, destination.ErrInvalidName) ||
-		errors.Is(err, destination.ErrInvalidLocation) || errors.Is(err, destination.ErrUnknownScheme)
+	return errors.Is(err, errNoDestination) || errors.Is(err, wsa.ErrNotFound) || destination.IsInvalid(err)
 }
 
 // errorInfo is the run log's error for a failed fetch: the API's status code

@@ -180,10 +180,9 @@ func (c *Client) Save(ctx context.Context, id string, dest destination.Destinati
 	if err != nil || f.Status != FetchDone {
 		return f, err
 	}
-	name := id + ".json"
-	if err := dest.Put(ctx, name, bytes.NewReader(f.Body)); err != nil {
+	if err := dest.Put(ctx, destination.ResultName(id), bytes.NewReader(f.Body)); err != nil {
 		return f, fmt.Errorf("oxy: save job %s: %w", id, err)
 	}
-	f.File = dest.String() + "/" + name
+	f.File = destination.ResultFile(dest.String(), id)
 	return f, nil
 }
