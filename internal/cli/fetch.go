@@ -82,23 +82,14 @@ func (o fetchOutcome) warning() string {
 
 // errorInfo is the run-log error of a job left unfetched.
 func (o fetchOutcome) errorInfo() *runlog.ErrorInfo {
-	var ae *wsa.APIError
-	if errors.As(o.err, &ae) {
-		info := &runlog.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
-		if ae.StatusCode != 0 {
-			code := ae.StatusCode
-			info.StatusCode = &code
-		}
-		return info
+	if o.err != nil {
+		return wsa.ErrorInfo(o.err)
 	}
 	switch o.status {
 	case fetchPending:
 		return &runlog.ErrorInfo{Message: "the job was still pending when it was fetched by id"}
 	case fetchExpired:
 		return &runlog.ErrorInfo{Message: "the API no longer has the job's results (they expired)"}
-	}
-	if o.err != nil {
-		return &runlog.ErrorInfo{Message: o.err.Error()}
 	}
 	return nil
 }

@@ -142,7 +142,7 @@ func (p *Poller) faulted(upload *runlog.Upload) error {
 
 // checkFailed decides what a failed status check means for the job.
 func (p *Poller) checkFailed(ctx context.Context, m *stage.Msg, s *messages.Submitted, elapsed time.Duration, err error) error {
-	info := errorInfo(err)
+	info := wsa.ErrorInfo(err)
 	class := wsa.Classify(err)
 	switch {
 	case errors.Is(err, wsa.ErrNotFound):
@@ -190,20 +190,6 @@ func (p *Poller) retry(m *stage.Msg, s *messages.Submitted, elapsed time.Duratio
 	delay := max(p.cfg.Retry.Delay(count), minWait)
 	return &stage.RetryError{Delay: delay, Info: info, Cause: err,
 		Reason: fmt.Sprintf("checking job %s failed (%d in a row): %v", s.APIJobID, count, err)}
-}
-
-// errorInfo is the run log's error for a failed call.
-func errorInfo(err error) *runlog.ErrorInfo {
-	var ae *wsa.APIError
-	if errors.As(err, &ae) {
-		info := &runlog.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
-		if ae.StatusCode != 0 {
-			code := ae.StatusCode
-			info.StatusCode = &code
-		}
-		return info
-	}
-	return &runlog.ErrorInfo{Message: redact.String(err.Error())}
 }
 
 // hasStorageURL reports whether a payload asks the API to upload its result

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 
 	"github.com/oxypipe/oxypipe/internal/jsonvalid"
@@ -57,7 +56,7 @@ func (w *Writer) handle(ctx context.Context, m *stage.Msg) error {
 		}
 		info := &runlog.ErrorInfo{Message: redact.String(err.Error())}
 		if kind == kindFetch || kind == kindExpired {
-			info = errorInfo(err)
+			info = wsa.ErrorInfo(err)
 		}
 		return w.fail(ctx, m, d, kind, err, info)
 	}
@@ -174,24 +173,6 @@ func (w *Writer) runEnded(ctx context.Context, run string) string {
 // missing is not hopeless: someone may fix it while the run's stop waits.
 func hopeless(err error) bool {
 	return errors.Is(err, errNoDestination) || errors.Is(err, wsa.ErrNotFound) || destination.IsInvalid(err)
-}
-
-// errorInfo is the run log's error for a failed fetch: the API's status code
-// (204 when the results expired), message and trace id.
-func errorInfo(err error) *runlog.ErrorInfo {
-	if ae, ok := errors.AsType[*wsa.APIError](err); ok {
-		info := &runlog.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
-		if ae.StatusCode != 0 {
-			code := ae.StatusCode
-			info.StatusCode = &code
-		}
-		return info
-	}
-	if nc, ok := errors.AsType[*wsa.NoContentError](err); ok {
-		code := http.StatusNoContent
-		return &runlog.ErrorInfo{StatusCode: &code, Message: redact.String(nc.Error())}
-	}
-	return &runlog.ErrorInfo{Message: redact.String(err.Error())}
 }
 
 // countingReader counts the bytes read and keeps the first read error, so
