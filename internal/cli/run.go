@@ -20,6 +20,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
+	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
@@ -386,7 +387,7 @@ func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
 		}
 	}
 	if f.mongoURI != "" {
-		store, disconnect, err := openMongoLedger(ctx, f.mongoURI)
+		store, disconnect, err := jobresults.OpenMongo(ctx, f.mongoURI, "", jobresults.MongoConfig{})
 		if err != nil {
 			cleanup()
 			return cfg, func() {}, err
