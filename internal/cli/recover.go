@@ -12,6 +12,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/progress"
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/destination"
+	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/payload"
@@ -55,7 +56,7 @@ to RUNLOG. Exit codes as for oxy run.`)
 	fs.bindEnv("api-url", envAPIURL)
 	fs.bindEnv("nats", envNATSURL)
 	fs.note(credentialsHelp)
-	fs.note(rulesHelp)
+	fs.note(emulator.RulesHelp)
 	return fs, o
 }
 

@@ -166,7 +166,7 @@ without it.`)
   oxy run payloads.jsonl -d s3://bucket/results --run-log s3://bucket/logs --state-dir .oxy
   oxy run --resume 20260929T170412.345Z --state-dir .oxy      (after the process was killed)
   oxy run payloads.jsonl -d results | jq -r 'select(.status == "done") | .file'`)
-	fs.note(rulesHelp)
+	fs.note(emulator.RulesHelp)
 	return fs, f
 }
 
@@ -360,7 +360,7 @@ func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
 	if f.sandbox {
 		cfg.Emulator = emulator.Config{}
 		if f.sandboxRules != "" {
-			if err := loadRules(f.sandboxRules, &cfg.Emulator); err != nil {
+			if err := cfg.Emulator.LoadRules(f.sandboxRules); err != nil {
 				return cfg, cleanup, usageError(err)
 			}
 		}
