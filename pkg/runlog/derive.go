@@ -83,7 +83,9 @@ var pipelineOrder = map[string]int{"payload": 1, "submitted": 2, "done": 3, "wri
 // When a doc has hard failures at several stages the one at the latest stage
 // of the pipeline wins (stages the derivation does not know rank below the
 // pipeline's), then the latest by time. A hard failure at StatusDataType
-// does not count. The payload is the one recorded at "payload", else any recorded
+// does not count. Which fact decides is DocOutcome's rule (FinalOutcome,
+// Beats, FailureLine), the one the live progress applies to the status
+// events too. The payload is the one recorded at "payload", else any recorded
 // one, redacted again for safety.
 func Derive(finalDataType string, recs []Record) (Line, bool) {
 	line, resolved := derive(finalDataType, recs)
@@ -104,26 +106,26 @@ func derive(finalDataType string, recs []Record) (line Line, resolved bool) {
 	line.Upload = pickUpload(recs, finalDataType)
 	anyID := pickJobID(recs, finalDataType)
 
-	for _, r := range recs {
-		if r.DataType == finalDataType && r.Success {
-			id := r.APIJobID
-			if id == "" {
-				id = anyID
-			}
-			line.State, line.ID = Done, idPtr(id)
-			return line, true
-		}
-	}
-
-	var hard *Record
+	// The record that decides the doc: the one rule the live progress
+	// applies too (DocOutcome).
+	var (
+		hard *Record
+		won  DocOutcome
+	)
 	for i := range recs {
 		r := &recs[i]
-		if r.HardFailure == "" || r.DataType == StatusDataType {
-			continue // a success, a soft failure, or a lost report: not final
+		o, final := FinalOutcome(finalDataType, r.DataType, r.Success, r.HardFailure != "", r.State, r.Time)
+		if final && (hard == nil || o.Beats(won)) {
+			hard, won = r, o
 		}
-		if hard == nil || laterFailure(r, hard) {
-			hard = r
+	}
+	if hard != nil && won.Done {
+		id := hard.APIJobID
+		if id == "" {
+			id = anyID
 		}
+		line.State, line.ID = Done, idPtr(id)
+		return line, true
 	}
 	if hard == nil {
 		state := Unsubmitted
@@ -135,23 +137,7 @@ func derive(finalDataType string, recs []Record) (line Line, resolved bool) {
 		return line, false
 	}
 
-	id := hard.APIJobID
-	state := hard.State
-	switch state {
-	case Faulted, Unfetched:
-		if id == "" {
-			id = anyID
-		}
-	case Rejected, Unsubmitted:
-	default:
-		if id == "" {
-			id = anyID
-		}
-		state = Unsubmitted
-		if id != "" {
-			state = Unfetched
-		}
-	}
+	state, id := FailureLine(hard.State, hard.APIJobID, anyID)
 	line.State, line.ID = state, idPtr(id)
 	if state != Faulted {
 		if hard.Error != nil {
@@ -174,16 +160,6 @@ func anyMarked(recs []Record) bool {
 		}
 	}
 	return false
-}
-
-// laterFailure reports whether hard failure a outranks b: a later pipeline
-// stage, then a later time.
-func laterFailure(a, b *Record) bool {
-	ra, rb := pipelineOrder[a.DataType], pipelineOrder[b.DataType]
-	if ra != rb {
-		return ra > rb
-	}
-	return a.Time.After(b.Time)
 }
 
 func pickPayload(recs []Record) json.RawMessage {
