@@ -17,7 +17,6 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
-	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 // recoverOptions are the flags of `oxy recover`.
@@ -332,11 +331,12 @@ func (rc *recoverer) fetchUnfetched(ctx context.Context, client *oxy.Client, cfg
 	if len(rc.plan.fetch) == 0 {
 		return nil
 	}
-	api, err := rc.apiClient(ctx, client, cfg)
-	if err != nil {
-		return err
+	if !rc.flags.sandbox {
+		if _, err := newAPIClient(rc.env, cfg.BaseURL, true); err != nil {
+			return err // the credentials, checked before anything is sent
+		}
 	}
-	f := &fetcher{client: api, dest: dest, location: rc.flags.destination}
+	f := &fetcher{client: client, dest: dest, location: rc.flags.destination}
 	ids := make([]string, len(rc.plan.fetch))
 	for k, i := range rc.plan.fetch {
 		ids[k] = *rc.lines[i].ID
@@ -350,10 +350,10 @@ func (rc *recoverer) fetchUnfetched(ctx context.Context, client *oxy.Client, cfg
 			jl.Doc = &doc
 			rc.console.aroundStdout(func() { out.write(jl) })
 		}
-		switch o.status {
-		case fetchDone:
+		switch {
+		case o.done():
 			l.State, l.Error = runlog.Done, nil
-		case fetchFaulted:
+		case o.faulted():
 			l.State, l.Error = runlog.Faulted, nil
 			if _, err := payload.Parse(l.Payload, i+1); err == nil {
 				rc.plan.resubmit = append(rc.plan.resubmit, i)
@@ -371,19 +371,6 @@ func (rc *recoverer) fetchUnfetched(ctx context.Context, client *oxy.Client, cfg
 		return fmt.Errorf("the destination failed; nothing is resubmitted: %w", failed)
 	}
 	return nil
-}
-
-// apiClient is the API client that fetches jobs by id: the in-process
-// sandbox's, or one with the environment's credentials.
-func (rc *recoverer) apiClient(ctx context.Context, client *oxy.Client, cfg oxy.Config) (*wsa.Client, error) {
-	if rc.flags.sandbox {
-		cl, err := client.Cluster(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return cl.API(), nil
-	}
-	return newAPIClient(rc.env, cfg.BaseURL, true)
 }
 
 // resubmit runs the plan's payloads as a new run and updates their lines
