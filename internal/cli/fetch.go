@@ -46,7 +46,9 @@ type fetchOutcome struct {
 func (o fetchOutcome) done() bool { return o.err == nil && o.f.Status == oxy.FetchDone }
 
 // faulted reports whether the API faulted the job.
-func (o fetchOutcome) faulted() bool { return o.err == nil && o.f != nil && o.f.Status == oxy.FetchFaulted }
+func (o fetchOutcome) faulted() bool {
+	return o.err == nil && o.f != nil && o.f.Status == oxy.FetchFaulted
+}
 
 // line is the stdout line of the outcome; ok is false when there is no job
 // to describe (unknown ids, failed requests).
