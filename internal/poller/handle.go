@@ -70,7 +70,7 @@ func (p *Poller) handle(ctx context.Context, m *stage.Msg) error {
 	// Not a status the API has: an odd answer, retried like one.
 	p.met.checks.WithLabelValues(checkError).Inc()
 	err = fmt.Errorf("the API answered an unknown job status %q", redact.String(string(job.Status)))
-	return p.retry(m, s, elapsed, err, &runlog.ErrorInfo{Message: err.Error()})
+	return p.retry(m, s, elapsed, err, wsa.ErrorInfo(err))
 }
 
 // pending waits for the next scheduled check, or gives up past the pending

@@ -249,7 +249,7 @@ func (f *failureJSON) ptr() *Failure {
 }
 
 func (f failureJSON) failure() Failure {
-	return Failure{Status: f.Status, Message: f.Message, Drop: f.Drop, Times: f.Times, AfterCreate: f.AfterCreate, CutBody: f.CutBody, Body: f.Body}
+	return Failure(f) // the same fields: a field added to one and not the other fails to compile
 }
 
 // RulesHelp documents the rules file format for users, in the words of a
