@@ -11,7 +11,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -86,15 +86,15 @@ func (o fetchOutcome) warning() string {
 }
 
 // errorInfo is the run-log error of a job left unfetched.
-func (o fetchOutcome) errorInfo() *runlog.ErrorInfo {
+func (o fetchOutcome) errorInfo() *oxytype.ErrorInfo {
 	if o.err != nil {
 		return wsa.ErrorInfo(o.err)
 	}
 	switch o.f.Status {
 	case oxy.FetchPending:
-		return &runlog.ErrorInfo{Message: "the job was still pending when it was fetched by id"}
+		return &oxytype.ErrorInfo{Message: "the job was still pending when it was fetched by id"}
 	case oxy.FetchExpired:
-		return &runlog.ErrorInfo{Message: "the API no longer has the job's results (they expired)"}
+		return &oxytype.ErrorInfo{Message: "the API no longer has the job's results (they expired)"}
 	case oxy.FetchUnknown:
 		return wsa.ErrorInfo(o.f.Err())
 	}

@@ -3,6 +3,7 @@ package progress
 import (
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
@@ -21,7 +22,7 @@ const (
 
 type doc struct {
 	stage  stage
-	final  runlog.State
+	final  oxytype.State
 	upload uint8 // 0 none, 1 uploaded, 2 failed
 	// marked: an event of the doc carried the may-have-billed mark, which
 	// sticks to the doc's error as it does in the run log.
@@ -50,10 +51,10 @@ type problem struct {
 type Tracker struct {
 	total       int
 	destination string
-	final       messages.DataType
+	final       oxytype.DataType
 	docs        []doc
 	byStage     [stageFinal]int
-	byFinal     map[runlog.State]int
+	byFinal     map[oxytype.State]int
 	written     int
 	uploaded    int
 	unuploaded  int
@@ -65,11 +66,11 @@ type Tracker struct {
 
 // NewTracker returns a tracker for a run as announced: its Total payloads,
 // its Destination (for result file names) and its FinalDataType (default
-// messages.FinalDataType).
+// oxytype.FinalDataType).
 func NewTracker(ann messages.RunAnnounced) *Tracker {
 	final := ann.FinalDataType
 	if final == "" {
-		final = messages.FinalDataType
+		final = oxytype.FinalDataType
 	}
 	total := max(ann.Total, 0)
 	t := &Tracker{
@@ -77,7 +78,7 @@ func NewTracker(ann messages.RunAnnounced) *Tracker {
 		destination: ann.Destination,
 		final:       final,
 		docs:        make([]doc, total),
-		byFinal:     map[runlog.State]int{},
+		byFinal:     map[oxytype.State]int{},
 		problemAt:   map[int]problem{},
 	}
 	t.byStage[stageNew] = total
@@ -100,12 +101,12 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 	if ev.Error != nil && ev.Error.MayHaveBilled {
 		d.marked = true
 	}
-	if ev.Outcome == messages.SoftFailure {
+	if ev.Outcome == oxytype.SoftFailure {
 		t.retries++
 		return Job{}, false
 	}
-	won, final := runlog.FinalOutcome(string(t.final), string(ev.DataType),
-		ev.Outcome == messages.Success, ev.Outcome == messages.HardFailure, ev.State, ev.Time)
+	won, final := runlog.FinalOutcome(t.final, ev.DataType,
+		ev.Outcome == oxytype.Success, ev.Outcome == oxytype.HardFailure, ev.State, ev.Time)
 	if d.stage == stageFinal {
 		if ev.APIJobID != "" {
 			d.apiJobID = ev.APIJobID
@@ -130,7 +131,7 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 			t.unuploaded++
 		}
 	}
-	if ev.Outcome == messages.Success && ev.DataType == messages.DataWritten {
+	if ev.Outcome == oxytype.Success && ev.DataType == oxytype.DataWritten {
 		t.written++
 	}
 	if final {
@@ -140,13 +141,13 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 		d.payload = nil // the job carries it from here; the tracker no longer needs it
 		return t.finish(pos, ev, won, payload), true
 	}
-	if ev.Outcome == messages.Success {
+	if ev.Outcome == oxytype.Success {
 		switch ev.DataType {
-		case messages.DataPayload:
+		case oxytype.DataPayload:
 			t.advance(d, stageFed)
-		case messages.DataSubmitted:
+		case oxytype.DataSubmitted:
 			t.advance(d, stagePending)
-		case messages.DataDone:
+		case oxytype.DataDone:
 			t.advance(d, stageDone)
 		}
 	}
@@ -180,7 +181,7 @@ func (t *Tracker) reconsider(pos int, ev *messages.StatusEvent, won runlog.DocOu
 			t.problemAt[q] = o
 		}
 	}
-	if ev.Outcome == messages.Success && ev.DataType == messages.DataWritten {
+	if ev.Outcome == oxytype.Success && ev.DataType == oxytype.DataWritten {
 		t.written++
 	}
 	t.finish(pos, ev, won, old.Payload)
@@ -190,7 +191,7 @@ func (t *Tracker) reconsider(pos int, ev *messages.StatusEvent, won runlog.DocOu
 // returns its job.
 func (t *Tracker) finish(pos int, ev *messages.StatusEvent, won runlog.DocOutcome, payloadBody []byte) Job {
 	d := &t.docs[pos]
-	j := Job{Doc: pos, ID: d.apiJobID, Status: runlog.Done, Payload: payloadBody}
+	j := Job{Doc: pos, ID: d.apiJobID, Status: oxytype.Done, Payload: payloadBody}
 	if !won.Done {
 		j.Status, j.ID = runlog.FailureLine(ev.State, ev.APIJobID, d.apiJobID)
 	}
@@ -206,11 +207,11 @@ func (t *Tracker) finish(pos int, ev *messages.StatusEvent, won runlog.DocOutcom
 		j.Upload = ev.Upload
 	}
 	switch j.Status {
-	case runlog.Done:
-		if ev.DataType == messages.DataWritten && j.ID != "" {
+	case oxytype.Done:
+		if ev.DataType == oxytype.DataWritten && j.ID != "" {
 			j.File = destination.ResultFile(t.destination, j.ID)
 		}
-	case runlog.Faulted:
+	case oxytype.Faulted:
 		j.Stage = ev.DataType
 		j.Reason = ev.Reason
 	default:
@@ -218,7 +219,7 @@ func (t *Tracker) finish(pos int, ev *messages.StatusEvent, won runlog.DocOutcom
 		j.Reason = ev.Reason
 		j.Error = ev.Error
 		if j.Error == nil {
-			j.Error = &runlog.ErrorInfo{Message: ev.Reason}
+			j.Error = &oxytype.ErrorInfo{Message: ev.Reason}
 		}
 		if j.ID == "" && !j.Error.MayHaveBilled && d.marked {
 			e := *j.Error
@@ -226,7 +227,7 @@ func (t *Tracker) finish(pos int, ev *messages.StatusEvent, won runlog.DocOutcom
 			j.Error = &e
 		}
 	}
-	if j.Status != runlog.Done {
+	if j.Status != oxytype.Done {
 		t.problemAt[pos] = problem{index: len(t.problems), won: won}
 		t.problems = append(t.problems, j)
 	}
@@ -238,10 +239,10 @@ func (t *Tracker) Progress() Progress {
 	p := Progress{
 		Payloads:   t.total,
 		Pending:    t.byStage[stagePending],
-		Done:       t.byStage[stageDone] + t.byFinal[runlog.Done],
-		Faulted:    t.byFinal[runlog.Faulted],
-		Rejected:   t.byFinal[runlog.Rejected],
-		Unfetched:  t.byFinal[runlog.Unfetched],
+		Done:       t.byStage[stageDone] + t.byFinal[oxytype.Done],
+		Faulted:    t.byFinal[oxytype.Faulted],
+		Rejected:   t.byFinal[oxytype.Rejected],
+		Unfetched:  t.byFinal[oxytype.Unfetched],
 		Written:    t.written,
 		Uploaded:   t.uploaded,
 		Unuploaded: t.unuploaded,

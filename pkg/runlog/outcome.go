@@ -1,6 +1,10 @@
 package runlog
 
-import "time"
+import (
+	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
+)
 
 // DocOutcome is a fact that finishes a doc: its success at the run's final
 // data type (the doc is done), or a hard failure at some stage. A doc may
@@ -13,11 +17,11 @@ import "time"
 // its run log says at the end never disagree.
 type DocOutcome struct {
 	// DataType is the stage of the fact.
-	DataType string
+	DataType oxytype.DataType
 	// Done is true for the success at the final data type.
 	Done bool
 	// State is a hard failure's state hint (see FailureLine).
-	State State
+	State oxytype.State
 	// Time is when the fact was recorded.
 	Time time.Time
 }
@@ -25,13 +29,13 @@ type DocOutcome struct {
 // FinalOutcome returns the outcome a fact about a doc at dataType
 // (a success, or a hard failure with its state hint) amounts to, and false
 // when the fact does not finish the doc: a success at finalDataType does,
-// a hard failure does unless it is at StatusDataType (a lost report says
+// a hard failure does unless it is at oxytype.DataStatus (a lost report says
 // nothing about the doc), a success elsewhere and a soft failure do not.
-func FinalOutcome(finalDataType, dataType string, success, hardFailure bool, state State, at time.Time) (DocOutcome, bool) {
+func FinalOutcome(finalDataType, dataType oxytype.DataType, success, hardFailure bool, state oxytype.State, at time.Time) (DocOutcome, bool) {
 	switch {
 	case success && dataType == finalDataType:
 		return DocOutcome{DataType: dataType, Done: true, Time: at}, true
-	case hardFailure && dataType != StatusDataType && !success:
+	case hardFailure && dataType != oxytype.DataStatus && !success:
 		return DocOutcome{DataType: dataType, State: state, Time: at}, true
 	}
 	return DocOutcome{}, false
@@ -43,7 +47,8 @@ func FinalOutcome(finalDataType, dataType string, success, hardFailure bool, sta
 //   - a done beats every hard failure, whichever came first: the written
 //     file is proof, and nothing beats a done;
 //   - between hard failures, the one at the later stage of the pipeline wins
-//     (stages this package does not know rank below the pipeline's); at the
+//     (oxytype.DataType.Rank: stages it does not know rank below the
+//     pipeline's); at the
 //     same stage, the later one (by Time; a rewrite of the same data type
 //     replaces what it rewrote).
 func (o DocOutcome) Beats(prev DocOutcome) bool {
@@ -53,7 +58,7 @@ func (o DocOutcome) Beats(prev DocOutcome) bool {
 	case o.Done:
 		return true
 	}
-	ro, rp := pipelineOrder[o.DataType], pipelineOrder[prev.DataType]
+	ro, rp := o.DataType.Rank(), prev.DataType.Rank()
 	if ro != rp {
 		return ro > rp
 	}
@@ -73,9 +78,9 @@ func (o DocOutcome) Beats(prev DocOutcome) bool {
 //     id only (a job id another stage knew does not make a rejection a job);
 //   - any other hint (none, or one that is not a failure) is unfetched when
 //     a job id is known (its result can be fetched by id), else unsubmitted.
-func FailureLine(hint State, ownID, anyID string) (State, string) {
+func FailureLine(hint oxytype.State, ownID, anyID string) (oxytype.State, string) {
 	switch hint {
-	case Rejected, Unsubmitted:
+	case oxytype.Rejected, oxytype.Unsubmitted:
 		return hint, ownID
 	}
 	id := ownID
@@ -83,11 +88,11 @@ func FailureLine(hint State, ownID, anyID string) (State, string) {
 		id = anyID
 	}
 	switch hint {
-	case Faulted, Unfetched:
+	case oxytype.Faulted, oxytype.Unfetched:
 		return hint, id
 	}
 	if id != "" {
-		return Unfetched, id
+		return oxytype.Unfetched, id
 	}
-	return Unsubmitted, ""
+	return oxytype.Unsubmitted, ""
 }

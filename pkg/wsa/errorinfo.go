@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/oxypipe/oxypipe/internal/redact"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // The environment variables every oxypipe program reads the API settings
@@ -27,12 +27,12 @@ const (
 // results are gone or not there yet) is status 204 with its text; any other
 // error is its text alone. Every message is redacted (credentials in a URL
 // replaced), whatever its origin, since a run log is shared. nil gives nil.
-func ErrorInfo(err error) *runlog.ErrorInfo {
+func ErrorInfo(err error) *oxytype.ErrorInfo {
 	if err == nil {
 		return nil
 	}
 	if ae, ok := errors.AsType[*APIError](err); ok {
-		info := &runlog.ErrorInfo{Message: redact.String(ae.Message), TraceID: ae.TraceID}
+		info := &oxytype.ErrorInfo{Message: redact.String(ae.Message), TraceID: ae.TraceID}
 		if ae.StatusCode > 0 {
 			code := ae.StatusCode
 			info.StatusCode = &code
@@ -41,7 +41,7 @@ func ErrorInfo(err error) *runlog.ErrorInfo {
 	}
 	if nc, ok := errors.AsType[*NoContentError](err); ok {
 		code := http.StatusNoContent
-		return &runlog.ErrorInfo{StatusCode: &code, Message: redact.String(nc.Error())}
+		return &oxytype.ErrorInfo{StatusCode: &code, Message: redact.String(nc.Error())}
 	}
-	return &runlog.ErrorInfo{Message: redact.String(err.Error())}
+	return &oxytype.ErrorInfo{Message: redact.String(err.Error())}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -16,16 +16,16 @@ func TestErrorInfo(t *testing.T) {
 	cases := []struct {
 		name string
 		err  error
-		want *runlog.ErrorInfo
+		want *oxytype.ErrorInfo
 	}{
 		{"no error", nil, nil},
 		{"an API answer", fmt.Errorf("checking: %w", &wsa.APIError{StatusCode: 404, Message: "Query not found.", TraceID: "t1"}),
-			&runlog.ErrorInfo{StatusCode: code(404), Message: "Query not found.", TraceID: "t1"}},
+			&oxytype.ErrorInfo{StatusCode: code(404), Message: "Query not found.", TraceID: "t1"}},
 		{"no answer", &wsa.APIError{Message: "ConnectError: connection refused", Err: errors.New("dial")},
-			&runlog.ErrorInfo{Message: "ConnectError: connection refused"}},
+			&oxytype.ErrorInfo{Message: "ConnectError: connection refused"}},
 		{"results gone", &wsa.NoContentError{JobID: "7500000000000000001", JobStatus: wsa.JobDone},
-			&runlog.ErrorInfo{StatusCode: code(204), Message: "job 7500000000000000001: no results: the job is done and its results are gone"}},
-		{"any other error", errors.New("disk full"), &runlog.ErrorInfo{Message: "disk full"}},
+			&oxytype.ErrorInfo{StatusCode: code(204), Message: "job 7500000000000000001: no results: the job is done and its results are gone"}},
+		{"any other error", errors.New("disk full"), &oxytype.ErrorInfo{Message: "disk full"}},
 	}
 	for _, tc := range cases {
 		got := wsa.ErrorInfo(tc.err)
