@@ -186,8 +186,11 @@ func (w *Watcher) waitCompleted(ctx context.Context, out chan<- completion) {
 
 func (w *Watcher) loop(ctx context.Context, js jetstream.JetStream, subject string, events <-chan event, completions <-chan completion) {
 	defer w.cancel()
-	defer close(w.done)
+	// done closes before jobs: a reader that sees the end of jobs (Next's
+	// io.EOF) must find the watch ended, or Err would still answer nil and
+	// an incomplete run would look complete.
 	defer close(w.jobs)
+	defer close(w.done)
 	var (
 		seen    uint64 // stream sequence of the last event applied
 		last    uint64 // the stream's last event of the run when it completed
