@@ -53,7 +53,7 @@ func (o fetchOutcome) faulted() bool {
 // line is the stdout line of the outcome; ok is false when there is no job
 // to describe (unknown ids, failed requests).
 func (o fetchOutcome) line() (jobLine, bool) {
-	if o.f == nil || (o.f.Job.ID == "" && o.f.Job.Raw == nil) {
+	if o.f == nil || o.f.Status == oxy.FetchUnknown {
 		return jobLine{}, false
 	}
 	status := string(o.f.Job.Status)
