@@ -106,7 +106,7 @@ func isJobID(s string) bool {
 
 // credentialsHelp documents the environment-only credentials in --help.
 const credentialsHelp = `Credentials are read from the environment only, never from a flag:
-  OXY_WSA_USERNAME, OXY_WSA_PASSWORD   the API user (for ` + "`oxy sandbox`" + `, any non-empty values)`
+  ` + wsa.EnvUsername + `, ` + wsa.EnvPassword + `   the API user (for ` + "`oxy sandbox`" + `, any non-empty values)`
 
 // newAPIClient returns a client for baseURL with the credentials of the
 // environment. Missing credentials are invalid input (exit 2).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/oxypipe/oxypipe/pkg/emulator"
+	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 // defaultSandboxAddr is where `oxy sandbox` listens unless told otherwise.
@@ -74,7 +75,7 @@ func sandboxCommand(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "Serving the Web Scraper API emulator at %s (Ctrl+C stops it).\n", srv.URL)
-	fmt.Fprintf(env.Stderr, "Use it with:\n  export OXY_WSA_USERNAME=%s OXY_WSA_PASSWORD=%s\n", srv.Username, passwordHint)
+	fmt.Fprintf(env.Stderr, "Use it with:\n  export %s=%s %s=%s\n", wsa.EnvUsername, srv.Username, wsa.EnvPassword, passwordHint)
 	fmt.Fprintf(env.Stderr, "  oxy run --api-url %s examples/payloads.jsonl -d results --run-log logs\n", srv.URL)
 	fmt.Fprintf(env.Stderr, "What it would have billed: %s\n", info.StatsURL)
 	if _, err := fmt.Fprintf(env.Stdout, "%s\n", line); err != nil {
