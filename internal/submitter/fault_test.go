@@ -112,7 +112,7 @@ func TestFaultAnUnreadable202WithAJobIDHeaderIsThatJob(t *testing.T) {
 		t.Fatalf("events = %+v, want the success", evs)
 	}
 	id := evs[0].APIJobID
-	if _, err := e.cfg.Client.Status(context.Background(), id); err != nil {
+	if _, err := e.cfg.API.Status(context.Background(), id); err != nil {
 		t.Fatalf("job %q of the success: %v", id, err)
 	}
 	if e.jobs() != 1 || e.api.Emulator.Stats().FaultsInjected != 1 {
@@ -256,7 +256,7 @@ func TestFaultTheMarkSurvivesAClaimThatCannotBeRead(t *testing.T) {
 		// Short handler calls, so that the fewest deliveries the settings
 		// allow (3) wait out a claim at a few hundred milliseconds each.
 		e := setup(t, options{maxDeliver: 3, configure: func(c *submitter.Config) {
-			c.Consumer.HandlerTimeout, c.SubmitTimeout, c.KVTimeout = 600*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+			c.Stage.Consumer.HandlerTimeout, c.SubmitTimeout, c.KVTimeout = 600*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 			c.ClaimStaleAfter, c.ClaimRecheck = 600*time.Millisecond, 600*time.Millisecond
 		}})
 		// A claim held by a live submitter that stays young throughout: the

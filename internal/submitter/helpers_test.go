@@ -111,15 +111,15 @@ func setup(t testing.TB, o options) *env {
 	core, logs := observer.New(zap.DebugLevel)
 	reg := prometheus.NewRegistry()
 	cfg := submitter.Config{
-		Conn: nc, Topology: topo, Client: client, Consumer: cs,
-		Runtime: stage.Config{
+		Topology: topo, API: client,
+		Stage: stage.Config{
+			Conn: nc, Consumer: cs, Instance: "test-pod", Logger: zap.New(core), Registerer: reg,
 			FetchWait: 100 * time.Millisecond, WatchdogInterval: 50 * time.Millisecond,
 			DrainTimeout: 5 * time.Second, BatchLinger: 50 * time.Millisecond,
 		},
 		Pacer:         wsa.PacerConfig{Window: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
 		SubmitTimeout: 3 * time.Second, KVTimeout: time.Second,
 		ClaimStaleAfter: cs.HandlerTimeout, RateLimitedRetry: 50 * time.Millisecond,
-		Instance: "test-pod", Logger: zap.New(core), Registerer: reg,
 	}
 	if o.configure != nil {
 		o.configure(&cfg)
