@@ -38,7 +38,9 @@ type options struct {
 	emulator   emulator.Config
 	password   string // the client's password; default the emulator's
 	maxDeliver int
-	configure  func(*submitter.Config)
+	// ackWait replaces the consumer's test-sized AckWait of 1 s.
+	ackWait   time.Duration
+	configure func(*submitter.Config)
 	// proxy, when set, stands between the client and the emulator (to
 	// change an answer the emulator cannot give).
 	proxy func(api http.Handler) http.Handler
@@ -83,6 +85,9 @@ func setup(t testing.TB, o options) *env {
 		o.maxDeliver = 5
 	}
 	cs := consumer(o.maxDeliver)
+	if o.ackWait > 0 {
+		cs.AckWait = o.ackWait
+	}
 	topo, err := topology.EnsureAll(context.Background(), js, topology.Config{}, cs)
 	if err != nil {
 		t.Fatal(err)
