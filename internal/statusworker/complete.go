@@ -60,6 +60,9 @@ func (w *StatusWorker) checkCompletion(ctx context.Context, e runEntry, periodic
 			return w.complete(ctx, rec)
 		}
 	}
+	if rec.Feed != nil && rec.Feed.Open {
+		return nil // a standing feed's run: its total is known once the feed cuts it
+	}
 	final := finalDataType(rec)
 	bound := 0
 	if total > 0 {

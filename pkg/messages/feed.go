@@ -124,7 +124,8 @@ const (
 	FeedPause  FeedOp = "pause"
 	FeedResume FeedOp = "resume"
 	// FeedClose assigns the payloads stored before it, cuts the current run
-	// and closes the feed; payloads published later are refused.
+	// and closes the feed. Payloads published later wait in the stream and
+	// are assigned once the feed is opened again.
 	FeedClose FeedOp = "close"
 )
 
@@ -183,14 +184,13 @@ type FeedRecord struct {
 	// Opened+1).
 	Opened int `json:"opened"`
 	// CloseAfter is, for a closing or closed feed, the stream sequence of
-	// the last payload stored before the close: later ones are refused.
+	// the last payload stored before the close: later ones wait for the
+	// feed's next opening.
 	CloseAfter uint64 `json:"close_after,omitempty"`
-	// Assigned, Duplicates and Refused count payloads: assigned to a run,
-	// dropped as a retry of an id already assigned, refused because the
-	// feed was closed.
+	// Assigned and Duplicates count payloads: assigned to a run, and
+	// dropped as a retry of an id already assigned.
 	Assigned   int64     `json:"assigned"`
 	Duplicates int64     `json:"duplicates"`
-	Refused    int64     `json:"refused"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	Extra      Extra     `json:"-"`
 }

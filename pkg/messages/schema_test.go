@@ -122,7 +122,7 @@ func contractCases() []contractCase {
 				Cut: messages.FeedCut{MaxPayloads: 1000, MaxAge: time.Hour}, Destination: "results", RunLog: "logs",
 				Current: &messages.FeedRun{Run: "crawler.2", Docs: 3, OpenedAt: at, Cutting: true},
 				Runs:    []messages.FeedRun{{Run: "crawler.1", Docs: 1000, OpenedAt: at, Cutting: true}},
-				Opened:  2, CloseAfter: 77, Assigned: 1003, Duplicates: 4, Refused: 1, UpdatedAt: at,
+				Opened:  2, CloseAfter: 77, Assigned: 1003, Duplicates: 4, UpdatedAt: at,
 			},
 			minimal: messages.FeedRecord{Feed: "crawler", State: messages.FeedStateOpen, UpdatedAt: at},
 		},

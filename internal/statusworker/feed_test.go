@@ -1,0 +1,229 @@
+package statusworker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/oxypipe/oxypipe/internal/statusworker"
+	"github.com/oxypipe/oxypipe/internal/testutil"
+	"github.com/oxypipe/oxypipe/internal/topology"
+	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/runlog"
+)
+
+// feedMsg is a feed payload message as a producer publishes it; msgID ""
+// leaves out the Nats-Msg-Id header (a producer retrying after the broker's
+// duplicate window, as far as the broker can tell).
+func feedMsg(feed, msgID string, body string) *nats.Msg {
+	m := nats.NewMsg(messages.FeedSubject(feed))
+	m.Data = []byte(body)
+	if msgID != "" {
+		m.Header.Set(messages.HeaderMsgID, msgID)
+	}
+	m.Header.Set(messages.HeaderOrigin, "producer/test")
+	return m
+}
+
+func feedControl(t *testing.T, c messages.FeedControl) *nats.Msg {
+	t.Helper()
+	m, err := messages.NewMsg(&c, messages.Actor{Type: "producer", Name: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// playStages plays submitter, poller and writer for every payload the feed
+// publishes: each doc is written. It returns the payloads seen per run/doc.
+func (e *env) playStages() func() map[string][]json.RawMessage {
+	e.t.Helper()
+	cons, err := e.js.CreateOrUpdateConsumer(e.t.Context(), topology.StreamPayloads, jetstream.ConsumerConfig{
+		Durable: "test-stages", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: messages.AllPayloads,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string][]json.RawMessage{}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		p, err := messages.DecodePayload(m.Subject(), m.Data())
+		if err != nil {
+			e.t.Errorf("the feed published a payload that does not decode: %v", err)
+			_ = m.Term()
+			return
+		}
+		mu.Lock()
+		seen[p.Run+"/"+p.Doc] = append(seen[p.Run+"/"+p.Doc], p.Payload)
+		mu.Unlock()
+		n, _ := messages.ParseDocID(p.Doc)
+		for _, ev := range []*messages.StatusEvent{submitted(p.Run, n), polled(p.Run, n), written(p.Run, n)} {
+			ev.Time = time.Now().UTC()
+			msg, err := messages.NewMsg(ev, ev.Origin)
+			if err == nil {
+				_, err = e.js.PublishMsg(context.Background(), msg)
+			}
+			if err != nil {
+				e.t.Errorf("stage event: %v", err)
+			}
+		}
+		_ = m.Ack()
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(cc.Stop)
+	return func() map[string][]json.RawMessage {
+		mu.Lock()
+		defer mu.Unlock()
+		out := map[string][]json.RawMessage{}
+		for k, v := range seen {
+			out[k] = v
+		}
+		return out
+	}
+}
+
+func (e *env) feedRecord(feed string) messages.FeedRecord {
+	e.t.Helper()
+	ref, err := e.topo.Feeds().Get(e.t.Context(), feed)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ref.Record
+}
+
+// TestFeedCutsRunsAndRejectsBadMessages publishes a feed's control
+// messages and payloads while no statusworker runs, then starts one: the
+// feed is cut into runs of three, a retry of an id without the broker's
+// dedupe header bills once, every kind of bad message ends a rejected
+// run-log line with its reason, the close assigns what was stored before it
+// and keeps what comes after for the next opening, and the HTTP API shows
+// the feed.
+func TestFeedCutsRunsAndRejectsBadMessages(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	const feed = "crawler"
+	e.publishRaw(feedControl(t, messages.FeedControl{Feed: feed, Op: messages.FeedOpen,
+		Cut: messages.FeedCut{MaxPayloads: 3}, Destination: t.TempDir(), RunLog: e.logDir}))
+	good := func(id string, n int) *nats.Msg {
+		return feedMsg(feed, feed+"/"+id, fmt.Sprintf(`{"v":1,"feed":%q,"id":%q,"payload":%s}`, feed, id, payloadOf(n)))
+	}
+	oversized := fmt.Sprintf(`{"v":1,"feed":%q,"id":"big","payload":{"source":"universal","url":"https://example.com/%s"}}`,
+		feed, strings.Repeat("x", messages.MaxFeedPayloadBytes))
+	for _, m := range []*nats.Msg{
+		good("a", 0), good("b", 1), good("c", 2),
+		feedMsg(feed, "", fmt.Sprintf(`{"v":1,"feed":%q,"id":"a","payload":%s}`, feed, payloadOf(0))), // a retry of "a"
+		feedMsg(feed, "", `this is not JSON`),
+		feedMsg(feed, "", fmt.Sprintf(`{"v":1,"feed":%q,"payload":%s}`, feed, payloadOf(4))),
+		feedMsg(feed, "", fmt.Sprintf(`{"v":2,"feed":%q,"id":"v2","payload":%s}`, feed, payloadOf(5))),
+		feedMsg(feed, "", fmt.Sprintf(`{"v":1,"feed":%q,"id":"str","payload":"https://example.com/"}`, feed)),
+		feedMsg(feed, "", oversized),
+		good("d", 3),
+	} {
+		e.publishRaw(m)
+	}
+	e.publishRaw(feedControl(t, messages.FeedControl{Feed: feed, Op: messages.FeedClose}))
+
+	seen := e.playStages()
+	sw := e.start(e.config(jobresults.NewMemoryStore(), nil))
+	for _, run := range []string{"crawler.1", "crawler.2", "crawler.3"} {
+		e.waitCompleted(run)
+	}
+	testutil.Eventually(t, 20*time.Second, "the feed is closed", func() bool {
+		return e.feedRecord(feed).State == messages.FeedStateClosed
+	})
+	// A payload published after the close waits in the stream; opening the
+	// feed again assigns it to a new run, and closing it ends that run.
+	e.publishRaw(good("late", 9))
+	e.publishRaw(feedControl(t, messages.FeedControl{Feed: feed, Op: messages.FeedOpen,
+		Cut: messages.FeedCut{MaxPayloads: 3}, Destination: t.TempDir(), RunLog: e.logDir}))
+	testutil.Eventually(t, 20*time.Second, "the late payload is assigned after the reopening", func() bool {
+		return e.feedRecord(feed).Assigned == 10
+	})
+	e.publishRaw(feedControl(t, messages.FeedControl{Feed: feed, Op: messages.FeedClose}))
+	e.waitCompleted("crawler.4")
+	testutil.Eventually(t, 20*time.Second, "the feed is closed again", func() bool {
+		return e.feedRecord(feed).State == messages.FeedStateClosed
+	})
+
+	rec := e.feedRecord(feed)
+	if rec.Opened != 4 || rec.Assigned != 10 || rec.Duplicates != 1 || rec.Current != nil || len(rec.Runs) != 4 {
+		t.Errorf("feed record: %d runs opened, %d assigned, %d duplicates, current %+v, runs %+v; want 4, 10, 1, none, 4",
+			rec.Opened, rec.Assigned, rec.Duplicates, rec.Current, rec.Runs)
+	}
+	type line struct {
+		state  runlog.State
+		reason string // part of the error message; "" for none
+	}
+	want := map[string][]line{
+		"crawler.1": {{runlog.Done, ""}, {runlog.Done, ""}, {runlog.Done, ""}},
+		"crawler.2": {{runlog.Rejected, "invalid JSON"}, {runlog.Rejected, `missing "id"`}, {runlog.Rejected, "unsupported envelope version 2"}},
+		"crawler.3": {{runlog.Rejected, `"payload" must be a JSON object`}, {runlog.Rejected, "over the limit"}, {runlog.Done, ""}},
+		"crawler.4": {{runlog.Done, ""}},
+	}
+	for run, lines := range want {
+		got := strings.Split(strings.TrimSpace(e.readLog(run)), "\n")
+		if len(got) != len(lines) {
+			t.Errorf("run log of %s has %d lines, want %d:\n%s", run, len(got), len(lines), strings.Join(got, "\n"))
+			continue
+		}
+		for i, l := range lines {
+			var rl runlog.Line
+			if err := json.Unmarshal([]byte(got[i]), &rl); err != nil {
+				t.Fatalf("%s line %d: %v", run, i+1, err)
+			}
+			msg := ""
+			if rl.Error != nil {
+				msg = rl.Error.Message
+			}
+			if rl.State != l.state || (l.reason == "") != (rl.Error == nil) || !strings.Contains(msg, l.reason) {
+				t.Errorf("%s line %d: %s, want %s with an error containing %q", run, i+1, got[i], l.state, l.reason)
+			}
+			if l.reason == "over the limit" && len(rl.Payload) > 0 && string(rl.Payload) != "null" {
+				t.Errorf("%s line %d keeps a copy of the oversized payload (%d bytes)", run, i+1, len(rl.Payload))
+			}
+		}
+	}
+	// Each good payload reached the stages exactly once, in its doc.
+	wantSeen := map[string]string{"crawler.1/0": string(payloadOf(0)), "crawler.1/1": string(payloadOf(1)),
+		"crawler.1/2": string(payloadOf(2)), "crawler.3/2": string(payloadOf(3)), "crawler.4/0": string(payloadOf(9))}
+	got := seen()
+	if len(got) != len(wantSeen) {
+		t.Errorf("the stages got payloads for %d docs, want %d: %v", len(got), len(wantSeen), got)
+	}
+	for doc, body := range wantSeen {
+		if ps := got[doc]; len(ps) != 1 || string(ps[0]) != body {
+			t.Errorf("doc %s reached the stages as %q, want once as %s", doc, ps, body)
+		}
+	}
+
+	// The HTTP API shows the feed and its runs.
+	h := sw.w.Handler()
+	resp := httptest.NewRecorder()
+	h.ServeHTTP(resp, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/feeds/"+feed, nil))
+	var view statusworker.FeedView
+	if err := json.Unmarshal(resp.Body.Bytes(), &view); resp.Code != http.StatusOK || err != nil {
+		t.Fatalf("GET /feeds/%s: %d %s (%v)", feed, resp.Code, resp.Body, err)
+	}
+	wantStates := map[string]messages.RunState{"crawler.1": messages.RunStateCompleted, "crawler.2": messages.RunStateCompleted,
+		"crawler.3": messages.RunStateCompleted, "crawler.4": messages.RunStateCompleted}
+	if view.Record.State != messages.FeedStateClosed || fmt.Sprint(view.RunStates) != fmt.Sprint(wantStates) {
+		t.Errorf("GET /feeds/%s: state %s, runs %v; want closed, %v", feed, view.Record.State, view.RunStates, wantStates)
+	}
+	resp = httptest.NewRecorder()
+	h.ServeHTTP(resp, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/feeds", nil))
+	if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), `"feed":"crawler"`) {
+		t.Errorf("GET /feeds: %d %s", resp.Code, resp.Body)
+	}
+}
