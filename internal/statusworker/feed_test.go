@@ -3,6 +3,7 @@ package statusworker_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -97,6 +98,9 @@ func (e *env) playStages() func() map[string][]json.RawMessage {
 func (e *env) feedRecord(feed string) messages.FeedRecord {
 	e.t.Helper()
 	ref, err := e.topo.Feeds().Get(e.t.Context(), feed)
+	if errors.Is(err, topology.ErrFeedNotFound) {
+		return messages.FeedRecord{} // not opened yet
+	}
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -225,5 +229,46 @@ func TestFeedCutsRunsAndRejectsBadMessages(t *testing.T) {
 	h.ServeHTTP(resp, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/feeds", nil))
 	if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), `"feed":"crawler"`) {
 		t.Errorf("GET /feeds: %d %s", resp.Code, resp.Body)
+	}
+}
+
+// TestFeedPauseHoldsPayloadsAndAgeCutsRuns cuts a feed's runs by age only.
+// While the feed is paused, its payloads wait in the stream: the run open at
+// the pause is cut by age (so the pump kept looking after the feed) without
+// them, and the resume assigns them to the next run, which is cut by age
+// too.
+func TestFeedPauseHoldsPayloadsAndAgeCutsRuns(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	const feed = "hourly"
+	seen := e.playStages()
+	e.start(e.config(jobresults.NewMemoryStore(), nil))
+	e.publishRaw(feedControl(t, messages.FeedControl{Feed: feed, Op: messages.FeedOpen,
+		Cut: messages.FeedCut{MaxPayloads: 100, MaxAge: time.Second}, Destination: t.TempDir(), RunLog: e.logDir}))
+	good := func(id string, n int) *nats.Msg {
+		return feedMsg(feed, feed+"/"+id, fmt.Sprintf(`{"v":1,"feed":%q,"id":%q,"payload":%s}`, feed, id, payloadOf(n)))
+	}
+	e.publishRaw(good("p0", 0))
+	testutil.Eventually(t, 20*time.Second, "p0 is assigned", func() bool { return e.feedRecord(feed).Assigned == 1 })
+	e.publishRaw(feedControl(t, messages.FeedControl{Feed: feed, Op: messages.FeedPause}))
+	testutil.Eventually(t, 20*time.Second, "the feed is paused", func() bool { return e.feedRecord(feed).State == messages.FeedStatePaused })
+	e.publishRaw(good("p1", 1))
+	e.publishRaw(good("p2", 2))
+
+	first := e.waitCompleted("hourly.1")
+	if first.Announced.Total != 1 || first.Completed.Done != 1 {
+		t.Errorf("the run open at the pause was cut with %d payloads (%+v), want 1: a paused feed assigned more", first.Announced.Total, first.Completed)
+	}
+	if rec := e.feedRecord(feed); rec.Assigned != 1 || rec.Current != nil {
+		t.Errorf("while paused: %d assigned, current run %+v; want 1 and none", rec.Assigned, rec.Current)
+	}
+
+	e.publishRaw(feedControl(t, messages.FeedControl{Feed: feed, Op: messages.FeedResume}))
+	second := e.waitCompleted("hourly.2")
+	if second.Announced.Total != 2 || second.Completed.Done != 2 {
+		t.Errorf("the run after the resume: total %d, %+v; want the 2 held payloads, done", second.Announced.Total, second.Completed)
+	}
+	if got := seen(); len(got) != 3 || len(got["hourly.2/0"]) != 1 || len(got["hourly.2/1"]) != 1 {
+		t.Errorf("the stages got %v, want hourly.1/0, hourly.2/0 and hourly.2/1 once each", got)
 	}
 }

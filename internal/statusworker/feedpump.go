@@ -246,6 +246,10 @@ func (w *StatusWorker) assignFeedPayload(ctx context.Context, feed string, m jet
 	if err != nil {
 		return err
 	}
+	if ref.Record.State == messages.FeedStatePaused {
+		// Fetched just before the pause: it waits with the others.
+		return errFeedRetry
+	}
 	if s := ref.Record.State; (s == messages.FeedStateClosing || s == messages.FeedStateClosed) && meta.Sequence.Stream > ref.Record.CloseAfter {
 		// Published after the close: it belongs to the feed's next opening,
 		// and waits in the stream until then.
