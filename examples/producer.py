@@ -19,9 +19,19 @@ client protocol over a plain socket (no client library), and:
   5. unless --no-wait, waits for the run's completion and prints it as one
      JSON line on stdout; the exit code is 0 when every payload is done.
 
+With --feed instead of --run it feeds a standing feed: no total, no run to
+announce. It opens the feed (when --destination is given: runs of at most
+--max-payloads payloads or --max-age seconds), publishes each line on
+oxy.feed.<feed> with the id "sha256:<hex of the line's compact JSON>" (or the
+value of --id-key), so publishing the same payload again, today or next week,
+bills once; with --close it closes the feed, and unless --no-wait waits until
+every run of the feed completed and prints each completion.
+
 Usage:
   producer.py --nats nats://127.0.0.1:4222 --run my-run-1 \
       --destination results --run-log logs payloads.jsonl
+  producer.py --nats nats://127.0.0.1:4222 --feed crawler --max-payloads 1000 \
+      --destination results --run-log logs --close payloads.jsonl
 
 A local --destination or --run-log is a folder of the workers (the writers'
 and the statusworker's filesystem), not of this machine.
@@ -30,6 +40,7 @@ and the statusworker's filesystem), not of this machine.
 import argparse
 import base64
 import datetime
+import hashlib
 import json
 import os
 import socket
@@ -178,14 +189,7 @@ def js_publish(nc, subject, data, headers=None):
 
 def read_record(nc, run):
     """Returns the run's record in the runs bucket, or None."""
-    req = compact({"last_by_subj": "$KV.%s.%s" % (RUNS_BUCKET, token(run))})
-    _, reply = nc.request("$JS.API.STREAM.MSG.GET.KV_%s" % RUNS_BUCKET, req)
-    answer = json.loads(reply)
-    if "error" in answer:
-        if answer["error"].get("code") == 404:
-            return None
-        raise NATSError("read run %s: %s" % (run, answer["error"].get("description")))
-    return json.loads(base64.b64decode(answer["message"]["data"]))
+    return read_kv(nc, RUNS_BUCKET, token(run))
 
 
 def announce(nc, run, total, destination, run_log, origin):
@@ -242,6 +246,89 @@ def feed(nc, run, lines, origin):
     return duplicates
 
 
+FEEDS_BUCKET = "oxy_feeds"
+
+
+def read_kv(nc, bucket, key):
+    """Returns the JSON value of key in a key-value bucket, or None."""
+    req = compact({"last_by_subj": "$KV.%s.%s" % (bucket, key)})
+    _, reply = nc.request("$JS.API.STREAM.MSG.GET.KV_%s" % bucket, req)
+    answer = json.loads(reply)
+    if "error" in answer:
+        if answer["error"].get("code") == 404:
+            return None
+        raise NATSError("read %s %s: %s" % (bucket, key, answer["error"].get("description")))
+    return json.loads(base64.b64decode(answer["message"]["data"]))
+
+
+def feed_control(nc, feed, op, origin, **fields):
+    msg = {"v": VERSION, "feed": feed, "op": op}
+    msg.update({k: v for k, v in fields.items() if v})
+    js_publish(nc, "oxy.feedctl.%s" % feed, compact(msg), {"Oxy-Origin": origin})
+
+
+def feed_payloads(nc, feed, lines, origin, id_key):
+    """Publishes every payload on the feed with its id; returns how many the
+    broker dropped as copies (the statusworker drops later retries)."""
+    duplicates = 0
+    for n, payload in enumerate(lines, 1):
+        if id_key:
+            if not isinstance(payload.get(id_key), str) or not payload[id_key]:
+                raise NATSError("input payload %d has no string %r to use as its id" % (n, id_key))
+            pid = payload[id_key]
+        else:
+            pid = "sha256:" + hashlib.sha256(compact(payload)).hexdigest()
+        msg = {"v": VERSION, "feed": feed, "id": pid, "payload": payload}
+        ack = js_publish(nc, "oxy.feed.%s" % feed, compact(msg),
+                         {"Nats-Msg-Id": "%s/%s" % (feed, pid), "Oxy-Origin": origin})
+        duplicates += 1 if ack.get("duplicate") else 0
+    return duplicates
+
+
+def wait_feed(nc, feed, timeout):
+    """Waits until the feed is closed and each of its runs completed, and
+    returns the completions in run order."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rec = read_kv(nc, FEEDS_BUCKET, feed)
+        if rec is not None and rec["state"] == "closed":
+            done = []
+            for r in rec.get("runs", []):
+                run = read_record(nc, r["run"])
+                if run is None or run["state"] != "completed":
+                    break
+                done.append(run["completed"])
+            else:
+                return done
+        if time.monotonic() > deadline:
+            raise NATSError("feed %s: not closed and completed within %.0fs (state %s)" % (feed, timeout, rec and rec["state"]))
+        time.sleep(0.2)
+
+
+def main_feed(a, lines, nc):
+    if a.destination:
+        cut = {}
+        if a.max_payloads:
+            cut["max_payloads"] = a.max_payloads
+        if a.max_age:
+            cut["max_age"] = int(a.max_age * 1e9)
+        if not cut:
+            print("producer: opening a feed needs --max-payloads or --max-age", file=sys.stderr)
+            return 2
+        feed_control(nc, a.feed, "open", a.origin, cut=cut, destination=a.destination, run_log=a.run_log)
+    duplicates = feed_payloads(nc, a.feed, lines, a.origin, a.id_key)
+    print("published %d payloads on feed %s (%d dropped as copies)" % (len(lines), a.feed, duplicates), file=sys.stderr)
+    if a.close:
+        feed_control(nc, a.feed, "close", a.origin)
+    if a.no_wait or not a.close:
+        return 0
+    ok = True
+    for c in wait_feed(nc, a.feed, a.wait_timeout):
+        print(json.dumps(c))
+        ok = ok and c["done"] == c["total"]
+    return 0 if ok else 1
+
+
 def read_input(path):
     """The input's payloads, one JSON object per non-empty line. A line that
     is not an object is an error naming the line, before anything is sent."""
@@ -266,8 +353,14 @@ def main():
     p = argparse.ArgumentParser(description="Feed an oxypipe run over NATS (standard library only).")
     p.add_argument("input", help="JSONL file: one WSA payload (a JSON object) per line")
     p.add_argument("--nats", default=os.environ.get("NATS_URL", "nats://127.0.0.1:4222"))
-    p.add_argument("--run", required=True, help="run id: 1-64 letters, digits, '.' or '-'; the same id again continues the run")
-    p.add_argument("--destination", required=True, help="where the writers put the results")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--run", help="run id: 1-64 letters, digits, '.' or '-'; the same id again continues the run")
+    target.add_argument("--feed", help="standing feed name: 1-48 letters, digits or '-'")
+    p.add_argument("--destination", help="where the writers put the results (required with --run; with --feed it opens the feed)")
+    p.add_argument("--max-payloads", type=int, default=0, help="feed: cut a run at this many payloads")
+    p.add_argument("--max-age", type=float, default=0, help="feed: cut a run this many seconds after it opened")
+    p.add_argument("--id-key", default="", help="feed: the payload field that is its id (default: the payload's SHA-256)")
+    p.add_argument("--close", action="store_true", help="feed: close the feed after publishing")
     p.add_argument("--run-log", default="", help="where the statusworker writes the run log")
     p.add_argument("--origin", default="producer/%s" % socket.gethostname(), help="who publishes, as type/name")
     p.add_argument("--ready-timeout", type=float, default=30, help="seconds to wait for a statusworker")
@@ -279,8 +372,13 @@ def main():
     except (OSError, ValueError) as e:
         print("producer: %s" % e, file=sys.stderr)
         return 2
+    if a.run and not a.destination:
+        print("producer: --run needs --destination", file=sys.stderr)
+        return 2
     nc = NATS(a.nats)
     try:
+        if a.feed:
+            return main_feed(a, lines, nc)
         announce(nc, a.run, len(lines), a.destination, a.run_log, a.origin)
         rec = wait_state(nc, a.run, lambda s: s != "announced", a.ready_timeout, "no statusworker marked it ready")
         if rec["state"] == "failed":

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -12,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/oxypipe/oxypipe/internal/natsserver"
+	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
@@ -167,6 +172,112 @@ func TestFaultPythonProducerRetryBillsOnce(t *testing.T) {
 		_ = json.Unmarshal([]byte(inputs[i]), &p)
 		if n := st.CreatedByInput[p.URL]; n != 1 {
 			t.Errorf("input %s was billed %d times, want once (by input: %v)", p.URL, n, st.CreatedByInput)
+		}
+	}
+	for name, w := range workers {
+		if code := w.stop(t); code != 0 {
+			t.Errorf("%s exited %d after SIGTERM; stderr:\n%s", name, code, w.stderr.String())
+		}
+	}
+}
+
+// TestPythonProducerFeed feeds a standing feed from the Python producer
+// while no worker runs (the topology exists, as after any earlier
+// deployment), then starts the four workers and runs the producer again
+// with the same input and --close, as a producer retrying would: the feed
+// is cut into runs of three, every input is billed once whatever the
+// retries and the duplicate line, the payload without a source is rejected
+// at no cost, and each run has its run log.
+func TestPythonProducerFeed(t *testing.T) {
+	t.Parallel()
+	python := python3(t)
+	bin := buildWorkers(t)
+	srv, err := natsserver.Start(t.Context(), natsserver.Config{StoreDir: t.TempDir(), Listen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	natsURL := srv.ClientURL()
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topology.Ensure(t.Context(), js, topology.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	sb := startSandbox(t, "")
+
+	dir := t.TempDir()
+	results, logs := filepath.Join(dir, "results"), filepath.Join(dir, "logs")
+	inputs := []string{
+		`{"source": "universal", "url": "https://sandbox.oxylabs.io/products/1"}`,
+		`{"source": "universal", "url": "https://sandbox.oxylabs.io/products/2"}`,
+		`{"url": "https://sandbox.oxylabs.io/products/3"}`,
+		`{"source": "universal", "url": "https://sandbox.oxylabs.io/products/1"}`,
+		`{"source": "universal", "url": "https://sandbox.oxylabs.io/products/4"}`,
+		`{"source": "universal", "url": "https://sandbox.oxylabs.io/products/5"}`,
+	}
+	input := filepath.Join(dir, "payloads.jsonl")
+	writeFile(t, input, strings.Join(inputs, "\n")+"\n")
+	args := []string{"--nats", natsURL, "--feed", "web", "--max-payloads", "3", "--destination", results, "--run-log", logs, input}
+
+	first := runProducer(t, python, dir, append([]string{"--no-wait"}, args...)...)
+	if first.code != 0 || !strings.Contains(first.stderr, "published 6 payloads on feed web (1 dropped as copies)") {
+		t.Fatalf("feeding with no worker running: exit %d\nstderr:\n%s", first.code, first.stderr)
+	}
+	workerEnv := sb.env("NATS_URL="+natsURL, "OXY_HTTP_ADDR=127.0.0.1:0")
+	workers := map[string]*worker{}
+	for _, name := range []string{"statusworker", "submitter", "poller", "writer"} {
+		workers[name] = startWorker(t, filepath.Join(bin, name), workerEnv)
+	}
+	retry := runProducer(t, python, dir, append([]string{"--close"}, args...)...)
+	if retry.code != 1 {
+		t.Fatalf("the retry exited %d, want 1 (one payload rejected)\nstdout: %s\nstderr:\n%s\nworkers:\n%s",
+			retry.code, retry.stdout, retry.stderr, dumpWorkers(workers))
+	}
+	var runs []messages.RunCompleted
+	for _, l := range nonEmptyLines(retry.stdout) {
+		var c messages.RunCompleted
+		if err := json.Unmarshal([]byte(l), &c); err != nil {
+			t.Fatalf("the producer printed %q: %v", l, err)
+		}
+		runs = append(runs, c)
+	}
+	if len(runs) != 2 || runs[0].Run != "web.1" || runs[0].Total != 3 || runs[0].Done != 2 || runs[0].Rejected != 1 ||
+		runs[1].Run != "web.2" || runs[1].Total != 2 || runs[1].Done != 2 {
+		t.Errorf("completions %+v, want web.1 (3: 2 done, 1 rejected) and web.2 (2 done)", runs)
+	}
+	var jobs []string
+	for _, run := range []string{"web.1", "web.2"} {
+		for i, l := range readLines(t, filepath.Join(logs, runlog.FileName(run))) {
+			if run == "web.1" && i == 2 {
+				if l.State != runlog.Rejected || l.ID != nil {
+					t.Errorf("%s line 3 (no source): %+v, want rejected without a job", run, l)
+				}
+				continue
+			}
+			if l.State != runlog.Done || l.ID == nil {
+				t.Fatalf("%s line %d: %+v, want done", run, i+1, l)
+			}
+			jobs = append(jobs, *l.ID+".json")
+		}
+	}
+	slices.Sort(jobs)
+	if got := files(t, results); !reflect.DeepEqual(got, jobs) {
+		t.Errorf("the writer wrote %v, want the run logs' jobs %v", got, jobs)
+	}
+	st := sb.stats(t)
+	if st.JobsCreated != 4 {
+		t.Errorf("the sandbox created %d jobs for 4 distinct good payloads", st.JobsCreated)
+	}
+	for _, n := range []int{1, 2, 4, 5} {
+		if url := fmt.Sprintf("https://sandbox.oxylabs.io/products/%d", n); st.CreatedByInput[url] != 1 {
+			t.Errorf("input %s was billed %d times, want once", url, st.CreatedByInput[url])
 		}
 	}
 	for name, w := range workers {
