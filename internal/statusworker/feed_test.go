@@ -272,3 +272,78 @@ func TestFeedPauseHoldsPayloadsAndAgeCutsRuns(t *testing.T) {
 		t.Errorf("the stages got %v, want hourly.1/0, hourly.2/0 and hourly.2/1 once each", got)
 	}
 }
+
+// TestFeedPumpFinishesAnInterruptedAssignment starts a statusworker on the
+// state a pump leaves when it dies mid-assignment, and redelivers the
+// messages it held: an id whose assignment was committed (within its run's
+// count) but not published goes into that same run and doc; an id assigned
+// in a run that was cut before the assignment was committed (so it was never
+// published) gets a doc of the current run instead. Nothing is published
+// twice and every run completes.
+func TestFeedPumpFinishesAnInterruptedAssignment(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := t.Context()
+	const feed = "resume"
+	now := time.Now().UTC()
+	dest := t.TempDir()
+	for _, r := range []messages.RunRecord{
+		{Announced: messages.RunAnnounced{Run: "resume.1", Total: 1, FinalDataType: messages.FinalDataType, Destination: dest, RunLog: e.logDir, StartedAt: now},
+			State: messages.RunStateAnnounced, UpdatedAt: now, Feed: &messages.RunFeed{Name: feed}},
+		{Announced: messages.RunAnnounced{Run: "resume.2", FinalDataType: messages.FinalDataType, Destination: dest, RunLog: e.logDir, StartedAt: now},
+			State: messages.RunStateAnnounced, UpdatedAt: now, Feed: &messages.RunFeed{Name: feed, Open: true}},
+	} {
+		if _, err := e.topo.Runs().Create(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.topo.Feeds().Put(ctx, nil, messages.FeedRecord{
+		Feed: feed, State: messages.FeedStateOpen, Cut: messages.FeedCut{MaxPayloads: 10}, Destination: dest, RunLog: e.logDir,
+		Runs:    []messages.FeedRun{{Run: "resume.1", Docs: 1, OpenedAt: now, Cutting: true}},
+		Current: &messages.FeedRun{Run: "resume.2", OpenedAt: now}, Opened: 2, Assigned: 1,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for id, a := range map[string]messages.FeedAssignment{
+		"x": {Run: "resume.1", Doc: "0"}, // committed: doc 0 < resume.1's 1 doc
+		"z": {Run: "resume.1", Doc: "1"}, // not committed: resume.1 was cut at 1 doc
+	} {
+		if _, err := e.topo.Feeds().Assign(ctx, feed, id, nil, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, id := range []string{"x", "z", "y"} {
+		e.publishRaw(feedMsg(feed, feed+"/"+id, fmt.Sprintf(`{"v":1,"feed":%q,"id":%q,"payload":%s}`, feed, id, payloadOf(i))))
+	}
+	e.publishRaw(feedControl(t, messages.FeedControl{Feed: feed, Op: messages.FeedClose}))
+	seen := e.playStages()
+	e.start(e.config(jobresults.NewMemoryStore(), nil))
+
+	first, second := e.waitCompleted("resume.1"), e.waitCompleted("resume.2")
+	if first.Completed.Total != 1 || first.Completed.Done != 1 || second.Completed.Total != 2 || second.Completed.Done != 2 {
+		t.Errorf("resume.1 %+v, resume.2 %+v; want 1 and 2 docs, all done", first.Completed, second.Completed)
+	}
+	want := map[string]string{"resume.1/0": string(payloadOf(0)), "resume.2/0": string(payloadOf(1)), "resume.2/1": string(payloadOf(2))}
+	got := seen()
+	if len(got) != len(want) {
+		t.Errorf("the stages got %d docs, want %d: %v", len(got), len(want), got)
+	}
+	for doc, body := range want {
+		if ps := got[doc]; len(ps) != 1 || string(ps[0]) != body {
+			t.Errorf("doc %s reached the stages as %q, want once as %s", doc, ps, body)
+		}
+	}
+	for id, wantA := range map[string]messages.FeedAssignment{
+		"x": {V: 1, Run: "resume.1", Doc: "0", Published: true},
+		"z": {V: 1, Run: "resume.2", Doc: "0", Published: true},
+		"y": {V: 1, Run: "resume.2", Doc: "1", Published: true},
+	} {
+		a, err := e.topo.Feeds().Assignment(ctx, feed, id)
+		if err != nil || a == nil || a.Assignment != wantA {
+			t.Errorf("assignment of %s: %+v (%v), want %+v", id, a, err, wantA)
+		}
+	}
+	testutil.Eventually(t, 20*time.Second, "the feed is closed", func() bool {
+		return e.feedRecord(feed).State == messages.FeedStateClosed
+	})
+}
