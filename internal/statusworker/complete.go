@@ -46,6 +46,11 @@ func (w *StatusWorker) checkCompletion(ctx context.Context, e runEntry, periodic
 		}
 	}()
 	rec := e.rec
+	if rec.Feed != nil && rec.Feed.Open {
+		// A standing feed's run, stopped or not: its total is known, and it
+		// can end, once the feed cuts it.
+		return nil
+	}
 	run, total := rec.Announced.Run, rec.Announced.Total
 	if at := rec.Expires(w.cfg.StopSettle); !at.IsZero() {
 		// A stopping run: checked as usual until its deadline, then ended
@@ -59,9 +64,6 @@ func (w *StatusWorker) checkCompletion(ctx context.Context, e runEntry, periodic
 			}
 			return w.complete(ctx, rec)
 		}
-	}
-	if rec.Feed != nil && rec.Feed.Open {
-		return nil // a standing feed's run: its total is known once the feed cuts it
 	}
 	final := finalDataType(rec)
 	bound := 0

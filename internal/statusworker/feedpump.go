@@ -59,7 +59,7 @@ func (w *StatusWorker) pumpFeed(ctx context.Context, feed string) {
 			return
 		}
 		if err != nil {
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !errors.Is(err, errFeedRetry) { // a conflict: another replica did it
 				log.Warn("feed not looked after; trying again", zap.Error(err))
 			}
 			sleepCtx(ctx, feedPoll)
@@ -205,7 +205,7 @@ func (w *StatusWorker) openFeedRun(ctx context.Context, ref *topology.FeedRef) (
 	if err != nil {
 		return nil, feedConflict(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, feedAckWait/2)
 	defer cancel()
 	if _, err := w.cfg.Topology.Runs().Wait(wctx, run, func(r *messages.RunRecord) bool {
 		return r.State != messages.RunStateAnnounced
@@ -282,6 +282,7 @@ func (w *StatusWorker) assignFeedPayload(ctx context.Context, feed string, m jet
 					return err
 				}
 			}
+			_ = m.InProgress() // opening waits for the run log to be written
 			if ref, err = w.openFeedRun(ctx, ref); err != nil {
 				return err
 			}
