@@ -286,3 +286,27 @@ func TestPythonProducerFeed(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonProducerRefusesBadInput checks that the producer refuses an
+// input it cannot send before it connects, naming the line: a line that is
+// not JSON, one that is not an object, one over the broker's limit.
+func TestPythonProducerRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	python := python3(t)
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, input, want string }{
+		{"not JSON", `{"source": "universal", "url": "https://example.com"}` + "\n{oops\n", "line 2: not JSON"},
+		{"not an object", `["universal"]` + "\n", "line 1: a payload must be a JSON object"},
+		{"too large", `{"source": "universal", "url": "https://example.com/` + strings.Repeat("x", 1<<20) + `"}` + "\n", "line 1: the payload is larger than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			input := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".jsonl")
+			writeFile(t, input, tc.input)
+			// No server listens on this address: the input is refused first.
+			res := runProducer(t, python, dir, "--nats", "nats://127.0.0.1:1", "--run", "r1", "--destination", "out", input)
+			if res.code != 2 || !strings.Contains(res.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", res.code, res.stderr, tc.want)
+			}
+		})
+	}
+}
