@@ -347,3 +347,33 @@ func TestFeedPumpFinishesAnInterruptedAssignment(t *testing.T) {
 		return e.feedRecord(feed).State == messages.FeedStateClosed
 	})
 }
+
+// BenchmarkFeedAssignment measures how fast one statusworker assigns a
+// feed's payloads (stored before it starts) to runs of 1,000: the limit of a
+// standing feed, which assigns one payload at a time.
+func BenchmarkFeedAssignment(b *testing.B) {
+	const n = 500
+	for range b.N {
+		b.StopTimer()
+		e := setup(b)
+		const feed = "bench"
+		m, err := messages.NewMsg(&messages.FeedControl{Feed: feed, Op: messages.FeedOpen,
+			Cut: messages.FeedCut{MaxPayloads: 1000}, Destination: b.TempDir(), RunLog: e.logDir}, messages.Actor{Type: "producer"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.publishRaw(m)
+		for i := range n {
+			id := fmt.Sprintf("p%d", i)
+			e.publishRaw(feedMsg(feed, feed+"/"+id, fmt.Sprintf(`{"v":1,"feed":%q,"id":%q,"payload":%s}`, feed, id, payloadOf(i))))
+		}
+		b.StartTimer()
+		start := time.Now()
+		e.start(e.config(jobresults.NewMemoryStore(), nil))
+		testutil.Eventually(b, 5*time.Minute, "every payload is assigned", func() bool {
+			ref, err := e.topo.Feeds().Get(context.Background(), feed)
+			return err == nil && ref.Record.Assigned == n
+		})
+		b.ReportMetric(float64(n)/time.Since(start).Seconds(), "payloads/s")
+	}
+}
