@@ -43,6 +43,7 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -52,6 +53,9 @@ RUNS_BUCKET = "oxy_runs"
 # The broker's default message limit is 1 MiB; an envelope adds its fields
 # around the payload. A larger line is refused here, before it is sent.
 MAX_PAYLOAD_BYTES = 1024 * 1024 - 8 * 1024
+# The forms of run ids and feed names (docs/schemas/defs.json).
+RUN_ID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.-]{0,63}$")
+FEED_NAME = re.compile(r"^[0-9A-Za-z][0-9A-Za-z-]{0,47}$")
 # JetStream's error code for a create whose key exists already.
 ERR_WRONG_LAST_SEQUENCE = 10071
 
@@ -371,6 +375,12 @@ def main():
         lines = read_input(a.input)
     except (OSError, ValueError) as e:
         print("producer: %s" % e, file=sys.stderr)
+        return 2
+    if a.run and (not RUN_ID.match(a.run) or a.run == "unknown"):
+        print("producer: --run %r: want 1-64 letters, digits, '.' or '-', starting with a letter or digit" % a.run, file=sys.stderr)
+        return 2
+    if a.feed and not FEED_NAME.match(a.feed):
+        print("producer: --feed %r: want 1-48 letters, digits or '-', starting with a letter or digit" % a.feed, file=sys.stderr)
         return 2
     if a.run and not a.destination:
         print("producer: --run needs --destination", file=sys.stderr)

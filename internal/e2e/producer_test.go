@@ -309,4 +309,12 @@ func TestPythonProducerRefusesBadInput(t *testing.T) {
 			}
 		})
 	}
+	good := filepath.Join(dir, "good.jsonl")
+	writeFile(t, good, `{"source": "universal", "url": "https://example.com"}`+"\n")
+	for _, args := range [][]string{{"--run", "a_b", "--destination", "out"}, {"--run", "unknown", "--destination", "out"}, {"--feed", "web.1"}} {
+		res := runProducer(t, python, dir, append([]string{"--nats", "nats://127.0.0.1:1", good}, args...)...)
+		if res.code != 2 || !strings.Contains(res.stderr, "want 1-") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming the allowed form", args, res.code, res.stderr)
+		}
+	}
 }
