@@ -94,7 +94,7 @@ func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user stri
 			e.throttle(w, r, input, user)
 			return
 		}
-		if out.submitFailure.take() {
+		if out.submitFailure.take(input) {
 			submitFailure = out.submitFailure
 			if !submitFailure.AfterCreate {
 				e.fail(w, r, &submitFailure.Failure, user)
@@ -232,7 +232,7 @@ func (e *Emulator) serveBatch(w http.ResponseWriter, r *http.Request, user strin
 			errs = append(errs, be)
 			continue
 		}
-		if out != nil && out.submitFailure.take() {
+		if out != nil && out.submitFailure.take(input) {
 			failures = append(failures, out.submitFailure)
 		}
 		good = append(good, accepted{input: input, out: out})
