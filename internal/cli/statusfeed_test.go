@@ -9,6 +9,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/statusworker"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 func TestStatusFeed(t *testing.T) {
@@ -21,7 +22,7 @@ func TestStatusFeed(t *testing.T) {
 			Runs:    []messages.FeedRun{{Run: "crawler.1", Docs: 1000, OpenedAt: opened, Cutting: true}},
 			Current: &messages.FeedRun{Run: "crawler.2", Docs: 4, OpenedAt: opened.Add(time.Hour)},
 		},
-		RunStates: map[string]messages.RunState{"crawler.1": messages.RunStateCompleted, "crawler.2": messages.RunStateReady},
+		RunStates: map[string]oxytype.RunState{"crawler.1": oxytype.RunStateCompleted, "crawler.2": oxytype.RunStateReady},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /feeds/crawler", func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(view) })

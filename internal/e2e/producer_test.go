@@ -19,6 +19,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/natsserver"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -149,12 +150,12 @@ func TestFaultPythonProducerRetryBillsOnce(t *testing.T) {
 			t.Errorf("line %d has payload %s, want input line %d %s", i+1, l.Payload, i+1, inputs[i])
 		}
 		if i == 2 {
-			if l.State != runlog.Rejected || l.ID != nil || l.Error == nil || !strings.Contains(strings.ToLower(l.Error.Message), "source") {
+			if l.State != oxytype.Rejected || l.ID != nil || l.Error == nil || !strings.Contains(strings.ToLower(l.Error.Message), "source") {
 				t.Errorf("line 3 (no source): %+v, error %+v; want rejected without a job, naming the source", l, l.Error)
 			}
 			continue
 		}
-		if l.State != runlog.Done || l.ID == nil || l.Error != nil {
+		if l.State != oxytype.Done || l.ID == nil || l.Error != nil {
 			t.Fatalf("line %d: %+v, want done with a job id", i+1, l)
 		}
 		jobs = append(jobs, *l.ID+".json")
@@ -256,12 +257,12 @@ func TestPythonProducerFeed(t *testing.T) {
 	for _, run := range []string{"web.1", "web.2"} {
 		for i, l := range readLines(t, filepath.Join(logs, runlog.FileName(run))) {
 			if run == "web.1" && i == 2 {
-				if l.State != runlog.Rejected || l.ID != nil {
+				if l.State != oxytype.Rejected || l.ID != nil {
 					t.Errorf("%s line 3 (no source): %+v, want rejected without a job", run, l)
 				}
 				continue
 			}
-			if l.State != runlog.Done || l.ID == nil {
+			if l.State != oxytype.Done || l.ID == nil {
 				t.Fatalf("%s line %d: %+v, want done", run, i+1, l)
 			}
 			jobs = append(jobs, *l.ID+".json")

@@ -20,6 +20,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -38,7 +39,7 @@ func feedMsg(feed, msgID string, body string) *nats.Msg {
 
 func feedControl(t *testing.T, c messages.FeedControl) *nats.Msg {
 	t.Helper()
-	m, err := messages.NewMsg(&c, messages.Actor{Type: "producer", Name: "test"})
+	m, err := messages.NewMsg(&c, oxytype.Party{Type: "producer", Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,14 +168,14 @@ func TestFeedCutsRunsAndRejectsBadMessages(t *testing.T) {
 			rec.Opened, rec.Assigned, rec.Duplicates, rec.Current, rec.Runs)
 	}
 	type line struct {
-		state  runlog.State
+		state  oxytype.State
 		reason string // part of the error message; "" for none
 	}
 	want := map[string][]line{
-		"crawler.1": {{runlog.Done, ""}, {runlog.Done, ""}, {runlog.Done, ""}},
-		"crawler.2": {{runlog.Rejected, "invalid JSON"}, {runlog.Rejected, `missing "id"`}, {runlog.Rejected, "unsupported envelope version 2"}},
-		"crawler.3": {{runlog.Rejected, `"payload" must be a JSON object`}, {runlog.Rejected, "over the limit"}, {runlog.Done, ""}},
-		"crawler.4": {{runlog.Done, ""}},
+		"crawler.1": {{oxytype.Done, ""}, {oxytype.Done, ""}, {oxytype.Done, ""}},
+		"crawler.2": {{oxytype.Rejected, "invalid JSON"}, {oxytype.Rejected, `missing "id"`}, {oxytype.Rejected, "unsupported envelope version 2"}},
+		"crawler.3": {{oxytype.Rejected, `"payload" must be a JSON object`}, {oxytype.Rejected, "over the limit"}, {oxytype.Done, ""}},
+		"crawler.4": {{oxytype.Done, ""}},
 	}
 	for run, lines := range want {
 		got := strings.Split(strings.TrimSpace(e.readLog(run)), "\n")
@@ -220,8 +221,8 @@ func TestFeedCutsRunsAndRejectsBadMessages(t *testing.T) {
 	if err := json.Unmarshal(resp.Body.Bytes(), &view); resp.Code != http.StatusOK || err != nil {
 		t.Fatalf("GET /feeds/%s: %d %s (%v)", feed, resp.Code, resp.Body, err)
 	}
-	wantStates := map[string]messages.RunState{"crawler.1": messages.RunStateCompleted, "crawler.2": messages.RunStateCompleted,
-		"crawler.3": messages.RunStateCompleted, "crawler.4": messages.RunStateCompleted}
+	wantStates := map[string]oxytype.RunState{"crawler.1": oxytype.RunStateCompleted, "crawler.2": oxytype.RunStateCompleted,
+		"crawler.3": oxytype.RunStateCompleted, "crawler.4": oxytype.RunStateCompleted}
 	if view.Record.State != messages.FeedStateClosed || fmt.Sprint(view.RunStates) != fmt.Sprint(wantStates) {
 		t.Errorf("GET /feeds/%s: state %s, runs %v; want closed, %v", feed, view.Record.State, view.RunStates, wantStates)
 	}
@@ -288,10 +289,10 @@ func TestFeedPumpFinishesAnInterruptedAssignment(t *testing.T) {
 	now := time.Now().UTC()
 	dest := t.TempDir()
 	for _, r := range []messages.RunRecord{
-		{Announced: messages.RunAnnounced{Run: "resume.1", Total: 1, FinalDataType: messages.FinalDataType, Destination: dest, RunLog: e.logDir, StartedAt: now},
-			State: messages.RunStateAnnounced, UpdatedAt: now, Feed: &messages.RunFeed{Name: feed}},
-		{Announced: messages.RunAnnounced{Run: "resume.2", FinalDataType: messages.FinalDataType, Destination: dest, RunLog: e.logDir, StartedAt: now},
-			State: messages.RunStateAnnounced, UpdatedAt: now, Feed: &messages.RunFeed{Name: feed, Open: true}},
+		{Announced: messages.RunAnnounced{Run: "resume.1", Total: 1, FinalDataType: oxytype.FinalDataType, Destination: dest, RunLog: e.logDir, StartedAt: now},
+			State: oxytype.RunStateAnnounced, UpdatedAt: now, Feed: &messages.RunFeed{Name: feed}},
+		{Announced: messages.RunAnnounced{Run: "resume.2", FinalDataType: oxytype.FinalDataType, Destination: dest, RunLog: e.logDir, StartedAt: now},
+			State: oxytype.RunStateAnnounced, UpdatedAt: now, Feed: &messages.RunFeed{Name: feed, Open: true}},
 	} {
 		if _, err := e.topo.Runs().Create(ctx, r); err != nil {
 			t.Fatal(err)
@@ -358,7 +359,7 @@ func BenchmarkFeedAssignment(b *testing.B) {
 		e := setup(b)
 		const feed = "bench"
 		m, err := messages.NewMsg(&messages.FeedControl{Feed: feed, Op: messages.FeedOpen,
-			Cut: messages.FeedCut{MaxPayloads: 1000}, Destination: b.TempDir(), RunLog: e.logDir}, messages.Actor{Type: "producer"})
+			Cut: messages.FeedCut{MaxPayloads: 1000}, Destination: b.TempDir(), RunLog: e.logDir}, oxytype.Party{Type: "producer"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // A pump assigns a feed's payloads to its runs. Per payload, in this order:
@@ -182,11 +182,11 @@ func (w *StatusWorker) openFeedRun(ctx context.Context, ref *topology.FeedRef) (
 	rec := ref.Record
 	run := messages.FeedRunID(rec.Feed, rec.Opened+1)
 	ann := messages.RunAnnounced{
-		Run: run, FinalDataType: messages.FinalDataType, Destination: rec.Destination, RunLog: rec.RunLog,
+		Run: run, FinalDataType: oxytype.FinalDataType, Destination: rec.Destination, RunLog: rec.RunLog,
 		StartedAt: w.cfg.Now().UTC(),
 	}
 	_, err := w.cfg.Topology.Runs().Create(ctx, messages.RunRecord{
-		Announced: ann, State: messages.RunStateAnnounced, UpdatedAt: ann.StartedAt,
+		Announced: ann, State: oxytype.RunStateAnnounced, UpdatedAt: ann.StartedAt,
 		Feed: &messages.RunFeed{Name: rec.Feed, Open: true},
 	})
 	if err != nil && !errors.Is(err, topology.ErrRunExists) { // exists: a pump died after creating it
@@ -208,7 +208,7 @@ func (w *StatusWorker) openFeedRun(ctx context.Context, ref *topology.FeedRef) (
 	wctx, cancel := context.WithTimeout(ctx, feedAckWait/2)
 	defer cancel()
 	if _, err := w.cfg.Topology.Runs().Wait(wctx, run, func(r *messages.RunRecord) bool {
-		return r.State != messages.RunStateAnnounced
+		return r.State != oxytype.RunStateAnnounced
 	}); err != nil {
 		return nil, fmt.Errorf("run %s not ready: %w", run, err)
 	}
@@ -322,7 +322,7 @@ func (w *StatusWorker) assignFeedPayload(ctx context.Context, feed string, m jet
 func (w *StatusWorker) publishFeedDoc(ctx context.Context, m jetstream.Msg, a messages.FeedAssignment, env *messages.FeedPayload, decodeErr error) error {
 	origin := messages.OriginOf(m.Headers())
 	if origin.Type == "" {
-		origin = messages.Actor{Type: "producer"}
+		origin = oxytype.Party{Type: "producer"}
 	}
 	js := w.cfg.Topology.JetStream()
 	now := w.cfg.Now().UTC()
@@ -338,10 +338,13 @@ func (w *StatusWorker) publishFeedDoc(ctx context.Context, m jetstream.Msg, a me
 		}
 		meta, _ := m.Metadata()
 		ev := &messages.StatusEvent{
-			Run: a.Run, Doc: a.Doc, DataType: messages.DataPayload, Outcome: messages.HardFailure,
+			Run: a.Run, Doc: a.Doc, DataType: oxytype.DataPayload, Outcome: oxytype.HardFailure,
 			Origin: origin, Consumer: w.actor, RetryCount: int(meta.NumDelivered), Reason: "the feed refused the message: " + reason,
-			Error: &runlog.ErrorInfo{Message: "the feed refused the message: " + redact.String(reason)},
-			State: runlog.Rejected, Payload: body, Time: now,
+			Facts: oxytype.Facts{
+				Error: &oxytype.ErrorInfo{Message: "the feed refused the message: " + redact.String(reason)},
+				State: oxytype.Rejected, Payload: body,
+			},
+			Time: now,
 		}
 		return w.publishEnvelope(ctx, js, ev, w.actor)
 	}
@@ -350,13 +353,13 @@ func (w *StatusWorker) publishFeedDoc(ctx context.Context, m jetstream.Msg, a me
 		return err
 	}
 	ev := &messages.StatusEvent{
-		Run: a.Run, Doc: a.Doc, DataType: messages.DataPayload, Outcome: messages.Success,
-		Origin: origin, Payload: env.Payload, Time: now,
+		Run: a.Run, Doc: a.Doc, DataType: oxytype.DataPayload, Outcome: oxytype.Success,
+		Origin: origin, Facts: oxytype.Facts{Payload: env.Payload}, Time: now,
 	}
 	return w.publishEnvelope(ctx, js, ev, origin)
 }
 
-func (w *StatusWorker) publishEnvelope(ctx context.Context, js jetstream.JetStream, e messages.Envelope, origin messages.Actor) error {
+func (w *StatusWorker) publishEnvelope(ctx context.Context, js jetstream.JetStream, e messages.Envelope, origin oxytype.Party) error {
 	msg, err := messages.NewMsg(e, origin)
 	if err != nil {
 		return err

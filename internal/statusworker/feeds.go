@@ -13,6 +13,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Standing feeds (see messages.FeedPayload): the statusworker runs them
@@ -209,8 +210,8 @@ func (w *StatusWorker) lastFeedSeq(ctx context.Context, feed string) (uint64, er
 // FeedView is a feed as the HTTP API shows it: its record and the state of
 // each of its runs the record names.
 type FeedView struct {
-	Record    messages.FeedRecord          `json:"record"`
-	RunStates map[string]messages.RunState `json:"run_states"`
+	Record    messages.FeedRecord         `json:"record"`
+	RunStates map[string]oxytype.RunState `json:"run_states"`
 }
 
 // feedView reads one feed and its runs' states.
@@ -219,7 +220,7 @@ func (w *StatusWorker) feedView(ctx context.Context, feed string) (*FeedView, er
 	if err != nil {
 		return nil, err
 	}
-	v := &FeedView{Record: ref.Record, RunStates: map[string]messages.RunState{}}
+	v := &FeedView{Record: ref.Record, RunStates: map[string]oxytype.RunState{}}
 	runs := ref.Record.Runs
 	if c := ref.Record.Current; c != nil {
 		runs = append(runs[:len(runs):len(runs)], *c)

@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -50,10 +51,10 @@ func contractCases() []contractCase {
 	at := time.Date(2026, 9, 29, 17, 4, 12, 345_000_000, time.UTC)
 	code := 404
 	jobID := "7383027301239487230"
-	actor := messages.Actor{Type: "feeder", Name: "host-1"}
+	actor := oxytype.Party{Type: "feeder", Name: "host-1"}
 	body := json.RawMessage(`{"source":"universal","url":"https://example.com/?a=<b>&c"}`)
 	announced := messages.RunAnnounced{
-		V: messages.Version, Run: "20260929T170412.345Z", Total: 3, FinalDataType: messages.FinalDataType,
+		V: messages.Version, Run: "20260929T170412.345Z", Total: 3, FinalDataType: oxytype.FinalDataType,
 		Destination: "s3://bucket/results", RunLog: "logs", StartedAt: at,
 		Options: json.RawMessage(`{"batch":true}`), StopTimeout: 5 * time.Second,
 	}
@@ -65,18 +66,18 @@ func contractCases() []contractCase {
 		{
 			schema:  "run-announced.json",
 			full:    announced,
-			minimal: messages.RunAnnounced{Run: "r1", FinalDataType: messages.FinalDataType, StartedAt: at},
+			minimal: messages.RunAnnounced{Run: "r1", FinalDataType: oxytype.FinalDataType, StartedAt: at},
 		},
 		{
 			schema: "run-record.json",
 			full: messages.RunRecord{
-				V: messages.Version, Announced: announced, State: messages.RunStateCompleted, Reason: "stopped by the user",
+				V: messages.Version, Announced: announced, State: oxytype.RunStateCompleted, Reason: "stopped by the user",
 				Stop:      &messages.RunStop{Cause: messages.StopByUser, At: at, Deadline: at.Add(time.Minute)},
 				UpdatedAt: at, Completed: &completed, Feed: &messages.RunFeed{Name: "crawler", Open: true},
 			},
 			minimal: messages.RunRecord{
-				Announced: messages.RunAnnounced{Run: "r1", FinalDataType: messages.FinalDataType, StartedAt: at},
-				State:     messages.RunStateAnnounced, UpdatedAt: at,
+				Announced: messages.RunAnnounced{Run: "r1", FinalDataType: oxytype.FinalDataType, StartedAt: at},
+				State:     oxytype.RunStateAnnounced, UpdatedAt: at,
 			},
 		},
 		{
@@ -97,12 +98,15 @@ func contractCases() []contractCase {
 		{
 			schema: "status-event.json",
 			full: messages.StatusEvent{
-				V: messages.Version, Run: "r1", Doc: "17", Attempt: 1, DataType: messages.DataPayload, Outcome: messages.HardFailure,
-				Origin: actor, Consumer: messages.Actor{Type: "submitter", Name: "pod-2"}, RetryCount: 2, Reason: "refused",
-				Error: &runlog.ErrorInfo{StatusCode: &code, Message: "Not Found", TraceID: "t-1", MayHaveBilled: true},
-				State: runlog.Rejected, APIJobID: jobID, Payload: body, Upload: &runlog.Upload{Code: 13000, Message: "ok"}, Time: at,
+				V: messages.Version, Run: "r1", Doc: "17", Attempt: 1, DataType: oxytype.DataPayload, Outcome: oxytype.HardFailure,
+				Origin: actor, Consumer: oxytype.Party{Type: "submitter", Name: "pod-2"}, RetryCount: 2, Reason: "refused",
+				Facts: oxytype.Facts{
+					Error: &oxytype.ErrorInfo{StatusCode: &code, Message: "Not Found", TraceID: "t-1", MayHaveBilled: true},
+					State: oxytype.Rejected, APIJobID: jobID, Payload: body, Upload: &oxytype.Upload{Code: 13000, Message: "ok"},
+				},
+				Time: at,
 			},
-			minimal: messages.StatusEvent{Run: "r1", Doc: "0", DataType: messages.DataPayload, Outcome: messages.Success, Origin: actor, Time: at},
+			minimal: messages.StatusEvent{Run: "r1", Doc: "0", DataType: oxytype.DataPayload, Outcome: oxytype.Success, Origin: actor, Time: at},
 		},
 		{
 			schema:  "feed-payload.json",
@@ -129,11 +133,11 @@ func contractCases() []contractCase {
 		{
 			schema: "run-log-line.json",
 			full: runlog.Line{
-				State: runlog.Unfetched, ID: &jobID, Payload: body,
-				Error:  &runlog.ErrorInfo{StatusCode: &code, Message: "Not Found", TraceID: "t-1", MayHaveBilled: true},
-				Upload: &runlog.Upload{Code: 13000, Message: "ok"},
+				State: oxytype.Unfetched, ID: &jobID, Payload: body,
+				Error:  &oxytype.ErrorInfo{StatusCode: &code, Message: "Not Found", TraceID: "t-1", MayHaveBilled: true},
+				Upload: &oxytype.Upload{Code: 13000, Message: "ok"},
 			},
-			minimal: runlog.Line{State: runlog.Rejected},
+			minimal: runlog.Line{State: oxytype.Rejected},
 		},
 	}
 }
