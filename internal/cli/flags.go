@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -115,7 +116,7 @@ func (f *flagSet) parse(env Env, args []string) error {
 		return errHelp
 	}
 	if err != nil {
-		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%w\nhint: run `oxy %s --help` for the flags", err, f.name)}
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%w\nhint: run `oxy %s --help` for the flags", withoutValue(err), f.name)}
 	}
 	for _, b := range f.envVars {
 		if f.Changed(b.flag) {
@@ -135,3 +136,23 @@ func (f *flagSet) parse(env Env, args []string) error {
 
 // errHelp ends a command after --help with exit 0.
 var errHelp = &ExitError{Code: ExitOK}
+
+// withoutValue rewrites pflag's errors that quote what was given (an
+// invalid value, a malformed argument): a value may be a credential, so an
+// error names the flag and the reason only.
+func withoutValue(err error) error {
+	var iv *pflag.InvalidValueError
+	if errors.As(err, &iv) {
+		reason := iv.Unwrap()
+		var ne *strconv.NumError
+		if errors.As(reason, &ne) {
+			reason = ne.Err // strconv's text quotes the value
+		}
+		return fmt.Errorf("invalid value for --%s: %v", iv.GetFlag().Name, reason)
+	}
+	var is *pflag.InvalidSyntaxError
+	if errors.As(err, &is) {
+		return errors.New("bad flag syntax: a flag is given as -x or --name")
+	}
+	return err
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
@@ -54,11 +55,16 @@ type runFlags struct {
 	quiet        bool
 	retryUnknown bool
 	stopTimeout  time.Duration
+	dryRun       bool
+	payload      payloadFlags
 }
 
 // register adds the flags of `oxy run`.
 func (f *runFlags) register(fs *flagSet) {
-	fs.StringVarP(&f.destination, "destination", "d", "", "write each done job's body as <job id>.json to `DEST`: a folder (created), s3://, gs:// or az:// URL")
+	f.payload.register(fs)
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the payloads as they would be sent (credentials in URLs redacted) and what they bill at most; send nothing")
+	fs.StringVarP(&f.destination, "destination", "d", "", "write each done job's body as <job id>.json to `DEST`: a folder (created), s3://, gs:// or az:// URL; "+
+		"without it, each body is printed on stdout")
 	fs.StringVar(&f.runLog, "run-log", "", "write the run log <run id>.jsonl to `DIR|URL`: a folder, s3://, gs:// or az:// URL")
 	f.registerPipeline(fs)
 	fs.StringVar(&f.mongoURI, "mongo", "", "keep the in-process ledger in MongoDB at `URI` (prefer the environment: a URI may hold a password)")
@@ -92,8 +98,10 @@ func (f *runFlags) registerPipeline(fs *flagSet) {
 // check refuses combinations that cannot work, before anything is read.
 func (f *runFlags) check() error {
 	switch {
-	case f.destination == "" && f.resume == "":
-		return usageErrorf("-d/--destination is required: where each done job's body is written\nhint: oxy run --sandbox examples/payloads.jsonl -d results --run-log logs")
+	case f.dryRun:
+		return nil // nothing runs: only the payloads are read
+	case f.destination == "" && f.resume == "" && f.natsURL != "":
+		return usageErrorf("with --nats the deployed writers write each done job's body, so -d/--destination is required: an absolute path of their filesystem or an s3://, gs:// or az:// URL")
 	case f.sandbox && f.natsURL != "":
 		return usageErrorf("--sandbox runs the pipeline in this process; it cannot be combined with --nats")
 	case f.sandboxRules != "" && !f.sandbox:
@@ -122,12 +130,19 @@ func relativeFolder(location string) bool {
 
 func runFlagSet() (*flagSet, *runFlags) {
 	f := &runFlags{}
-	fs := newFlagSet("run", "[flags] [FILE|-]", `
-Run a file of payloads, one Web Scraper API request body (a JSON object) per
-line, read from FILE or stdin: submit each one, poll its job, write each done
-job's body unchanged as <job id>.json to the destination, and write a run log
-that says what became of every payload (done, faulted, rejected, unsubmitted,
-unfetched).
+	fs := newFlagSet("run", "[flags] [SOURCE [INPUT…] | FILE | -]", `
+Run payloads: submit each one, poll its job, write each done job's body
+unchanged as <job id>.json to the destination (or print it on stdout), and
+write a run log that says what became of every payload (done, faulted,
+rejected, unsubmitted, unfetched).
+
+The payloads are Web Scraper API request bodies. With SOURCE, each INPUT (or,
+with none, each line of stdin) is one payload {"source": SOURCE, KEY: INPUT}:
+KEY is url for an input containing ://, else query (-k sets it). Without
+SOURCE, each line of FILE or stdin is one payload, a JSON object. The payload
+options (--render … --storage-url, -p) add their field to every payload; a
+line that sets the same field is an error, before anything is sent. Errors
+never quote option values or input lines.
 
 Without --nats everything runs in this process (an embedded NATS server and
 the same submitter, poller, writer and statusworker code as the deployed
@@ -146,8 +161,11 @@ run-log error, and oxy recover holds it back unless told otherwise.
 second bill for each such payload whose first request did create a job.
 
 Progress goes to stderr: a live line on a terminal, a line every 10s
-otherwise, and the run's progress as the last line. stdout has one JSON line
-per finished job: {"doc", "id", "status", "source", "input", "file", "error"}.
+otherwise, and the run's progress as the last line. Without -d, stdout has
+each done job's results body, {"results": …, "job": …}, as one compact JSON
+line (one body at a time, so a run of any size pipes into jq). With -d, stdout
+has one JSON line per finished job instead: {"doc", "id", "status", "source",
+"input", "file", "error"}. Empty input ends at once with exit 0.
 The first Ctrl+C (or SIGTERM) stops submitting: payloads not yet sent end
 unsubmitted, and jobs already submitted are still checked and written for at
 most --stop-timeout (default 1m); then the run ends with what is recorded (a
@@ -161,7 +179,11 @@ without it.`)
 	fs.note(credentialsHelp + `
   NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CREDS, NATS_TLS_CA/CERT/KEY   with --nats`)
 	fs.note(`Examples:
+  oxy run --sandbox universal https://sandbox.oxylabs.io/products/1 | jq .results[0].content
   oxy run --sandbox examples/payloads.jsonl -d results --run-log logs
+  printf 'laptop\nphone\n' | oxy run google_search --geo-location Germany --parse -d results
+  oxy run universal https://example.com -p render=html -p 'browser_instructions:=[{"type":"wait","wait_time_s":2}]'
+  oxy run --dry-run examples/payloads.jsonl --pages 3
   oxy run payloads.jsonl -d s3://bucket/results --run-log s3://bucket/logs --state-dir .oxy
   oxy run --resume 20260929T170412.345Z --state-dir .oxy      (after the process was killed)
   oxy run payloads.jsonl -d results | jq -r 'select(.status == "done") | .file'`)
@@ -174,29 +196,50 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	if err := fs.parse(env, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 1 {
-		return usageErrorf("run takes at most one input file, got %d", fs.NArg())
-	}
 	if err := f.check(); err != nil {
 		return err
 	}
-	input := fs.Arg(0)
-	r := &runner{env: env, flags: *f, console: newConsole(env)}
-	return r.run(ctx, input)
+	in, err := readArgs(fs.Args())
+	if err != nil {
+		return err
+	}
+	if in.source != "" && f.resume != "" {
+		return usageErrorf("--resume takes the killed run's payloads from --state-dir (or a FILE), not a SOURCE and inputs")
+	}
+	if k := f.payload.inputKey; k != "" && !payload.IsInputKey(k) {
+		return usageErrorf("-k/--input-key must be one of %s", strings.Join(payload.InputKeys(), ", "))
+	}
+	if f.payload.inputKey != "" && in.source == "" {
+		return usageErrorf("-k/--input-key says where each INPUT goes; it needs a SOURCE first (oxy run SOURCE INPUT…)")
+	}
+	opts, err := f.payload.options(fs)
+	if err != nil {
+		return err
+	}
+	if err := opts.checkFor(in.source); err != nil {
+		return err
+	}
+	r := &runner{env: env, flags: *f, console: newConsole(env), args: in, options: opts}
+	return r.run(ctx)
 }
 
 // runner is one `oxy run`.
 type runner struct {
 	env     Env
 	flags   runFlags
+	args    inputArgs
+	options payloadOptions
 	console *console
 	lines   *lineWriter
+	// bodies is the folder the bodies of a run without -d are written to
+	// before each is printed on stdout and removed; "" with -d.
+	bodies string
 	// hurried: a second signal asked for the run to end at once, so the
 	// pipeline is not given long to drain afterwards.
 	hurried atomic.Bool
 }
 
-func (r *runner) run(ctx context.Context, input string) error {
+func (r *runner) run(ctx context.Context) error {
 	if r.flags.mongoURI != "" && r.flags.natsURL != "" {
 		warnf(r.console, "--mongo is ignored with --nats: the deployed statusworker keeps the ledger")
 		r.flags.mongoURI = ""
@@ -204,11 +247,28 @@ func (r *runner) run(ctx context.Context, input string) error {
 
 	// Read and check every line first: nothing bills before the whole input
 	// is known to be payloads.
-	src, err := r.source(input)
+	src, err := r.source()
 	if err != nil {
 		return err
 	}
 	defer func() { _ = src.Close() }() // removes the spool of a run that ended; a kept one stays
+	if r.flags.dryRun {
+		return r.dryRun(src)
+	}
+	if src.Spool != nil && src.Len() == 0 && r.flags.resume == "" {
+		if !r.flags.quiet {
+			hintf(r.console, "no payloads were given: nothing to run")
+		}
+		return nil
+	}
+	if r.flags.destination == "" && r.flags.resume == "" {
+		dir, err := os.MkdirTemp("", "oxy-bodies-")
+		if err != nil {
+			return fmt.Errorf("a folder for the bodies printed on stdout: %w", err)
+		}
+		defer func() { _ = os.RemoveAll(dir) }() // every body was printed, or the run ended early
+		r.bodies, r.flags.destination = dir, dir
+	}
 
 	cfg, cleanup, err := r.clientConfig(ctx)
 	if err != nil {
@@ -281,8 +341,9 @@ func (s *runSource) source() feeder.Source {
 
 // source reads the input (a file, stdin, or the spool a killed run kept in
 // the state directory) and checks every line.
-func (r *runner) source(input string) (*runSource, error) {
+func (r *runner) source() (*runSource, error) {
 	f := r.flags
+	input := r.args.file
 	if f.resume != "" && input == "" && f.stateDir != "" {
 		path := spoolPath(f.stateDir, f.resume)
 		s, err := feeder.OpenSpool(path)
@@ -299,10 +360,17 @@ func (r *runner) source(input string) (*runSource, error) {
 		return nil, usageErrorf("--resume with --nats needs the run's input file")
 	}
 	in := r.env.Stdin
-	if (input == "" || input == "-") && r.env.StdinTerminal {
+	switch {
+	case r.args.source != "" && len(r.args.inputs) == 0 && r.env.StdinTerminal:
+		hintf(r.console, "reading inputs from the terminal, one per line; Ctrl+D ends them")
+	case r.args.source == "" && (input == "" || input == "-") && r.env.StdinTerminal:
 		hintf(r.console, "reading payloads from the terminal, one JSON object per line; Ctrl+D ends them")
 	}
-	if input != "" && input != "-" {
+	if r.args.source != "" {
+		gen := inputPayloads(r.args.source, f.payload.inputKey, r.args.inputs, in)
+		defer func() { _ = gen.Close() }() // ends the goroutine reading stdin
+		in = gen
+	} else if input != "" && input != "-" {
 		file, err := os.Open(input)
 		if err != nil {
 			return nil, usageError(err)
@@ -317,9 +385,15 @@ func (r *runner) source(input string) (*runSource, error) {
 			return nil, usageErrorf("state directory: %w", err)
 		}
 	}
-	s, err := feeder.ReadJSONL(in, feeder.ReadConfig{Dir: dir})
+	s, err := feeder.ReadJSONL(in, feeder.ReadConfig{Dir: dir, Apply: r.options.apply})
 	if err != nil {
-		var ie *feeder.InputError
+		var (
+			ie    *feeder.InputError
+			clash *clashError
+		)
+		if errors.As(err, &ie) && errors.As(err, &clash) {
+			return nil, usageErrorf("line %d sets %s, and so does an option (%s)\nhint: nothing was sent; give the field either on the lines or as an option", ie.Line, clash.key, clash.by)
+		}
 		if errors.As(err, &ie) {
 			return nil, usageErrorf("%v\nhint: nothing was sent; each line must be one JSON object with a source and an input (url, query, …)", ie)
 		}
@@ -576,6 +650,10 @@ func (r *runner) follow(ctx context.Context, run *oxy.Run, onJob func(*oxy.Job))
 		}
 		if onJob != nil {
 			onJob(&job)
+		}
+		if r.bodies != "" {
+			r.printBody(job)
+			continue
 		}
 		line, err := job.MarshalJSON()
 		if err != nil {
