@@ -148,7 +148,7 @@ func withoutValue(err error) error {
 		if errors.As(reason, &ne) {
 			reason = ne.Err // strconv's text quotes the value
 		}
-		return fmt.Errorf("invalid value for --%s: %v", iv.GetFlag().Name, reason)
+		return fmt.Errorf("invalid value for --%s: %w", iv.GetFlag().Name, reason)
 	}
 	var is *pflag.InvalidSyntaxError
 	if errors.As(err, &is) {

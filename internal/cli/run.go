@@ -182,7 +182,7 @@ without it.`)
   oxy run --sandbox universal https://sandbox.oxylabs.io/products/1 | jq .results[0].content
   oxy run --sandbox examples/payloads.jsonl -d results --run-log logs
   printf 'laptop\nphone\n' | oxy run google_search --geo-location Germany --parse -d results
-  oxy run universal https://example.com -p render=html -p 'browser_instructions:=[{"type":"wait","wait_time_s":2}]'
+  oxy run universal https://example.com -p render=html -p 'context:=[{"key":"a","value":1}]'
   oxy run --dry-run examples/payloads.jsonl --pages 3
   oxy run payloads.jsonl -d s3://bucket/results --run-log s3://bucket/logs --state-dir .oxy
   oxy run --resume 20260929T170412.345Z --state-dir .oxy      (after the process was killed)

@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/oxypipe/oxypipe/pkg/emulator"
+	"github.com/oxypipe/oxypipe/pkg/runlog"
+)
+
+// apiRequests is how many requests the sandbox answered, its own stats
+// reads left out.
+func apiRequests(st emulator.Stats) int64 {
+	var n int64
+	for ep, c := range st.Requests {
+		if ep != emulator.EndpointStats {
+			n += c
+		}
+	}
+	return n
+}
+
+// bodyLine is what a results body printed on stdout holds.
+type bodyLine struct {
+	Results []struct {
+		Content string `json:"content"`
+	} `json:"results"`
+	Job struct {
+		ID     string `json:"id"`
+		URL    string `json:"url"`
+		Query  string `json:"query"`
+		Source string `json:"source"`
+		Render string `json:"render"`
+	} `json:"job"`
+}
+
+func parseBodies(t *testing.T, stdout string) []bodyLine {
+	t.Helper()
+	var out []bodyLine
+	for _, l := range nonEmptyLines(stdout) {
+		var b bodyLine
+		if err := json.Unmarshal([]byte(l), &b); err != nil {
+			t.Fatalf("stdout line is not a results body: %v: %.200s", err, l)
+		}
+		if len(b.Results) == 0 || b.Job.ID == "" {
+			t.Fatalf("stdout line has no results or no job: %.200s", l)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// TestRunSourceInputsPrintsBodies: `oxy run SOURCE INPUT…` without -d
+// prints each done job's results body as one JSON line, and a typed option
+// reaches every payload.
+func TestRunSourceInputsPrintsBodies(t *testing.T) {
+	t.Parallel()
+	sb := startSandbox(t, "")
+	dir := t.TempDir()
+	res := oxy(t, dir, sb.env(), nil, "run", "universal",
+		"https://sandbox.oxylabs.io/products/1", "https://sandbox.oxylabs.io/products/2", "--render", "html", "--run-log", "logs")
+	if res.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
+	}
+	bodies := parseBodies(t, res.stdout)
+	got := map[string]bool{}
+	for _, b := range bodies {
+		got[b.Job.URL] = true
+		if b.Job.Source != "universal" || b.Job.Render != "html" {
+			t.Errorf("job %+v, want source universal and render html", b.Job)
+		}
+		if !strings.Contains(b.Results[0].Content, "<html") {
+			t.Errorf("job %s: content is not the page", b.Job.ID)
+		}
+	}
+	if len(bodies) != 2 || !got["https://sandbox.oxylabs.io/products/1"] || !got["https://sandbox.oxylabs.io/products/2"] {
+		t.Errorf("stdout has %d bodies for %v, want the two products", len(bodies), got)
+	}
+	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
+	for i, l := range lines {
+		want := fmt.Sprintf(`{"source":"universal","url":"https://sandbox.oxylabs.io/products/%d","render":"html"}`, i+1)
+		if l.State != runlog.Done || string(l.Payload) != want {
+			t.Errorf("run log line %d: %s %s, want done %s", i+1, l.State, l.Payload, want)
+		}
+	}
+	if st := sb.stats(t); st.JobsCreated != 2 || st.Requests[emulator.EndpointResults] != 2 {
+		t.Errorf("the sandbox created %d jobs and answered %d results GETs, want 2 and 2", st.JobsCreated, st.Requests[emulator.EndpointResults])
+	}
+}
+
+// TestRunSourceReadsStdinInputs: SOURCE without INPUT reads one input per
+// stdin line (url for "://", query otherwise; -k overrides), and an empty
+// stdin ends with exit 0 and no request.
+func TestRunSourceReadsStdinInputs(t *testing.T) {
+	t.Parallel()
+	sb := startSandbox(t, "")
+	t.Run("each line is one input", func(t *testing.T) {
+		dir := t.TempDir()
+		stdin := "https://sandbox.oxylabs.io/products/1\n\n  https://sandbox.oxylabs.io/products/2  \n"
+		res := oxy(t, dir, sb.env(), strings.NewReader(stdin), "run", "universal", "-d", "results", "--run-log", "logs", "--geo-location", "Germany")
+		if res.code != 0 {
+			t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
+		}
+		if n := len(res.lines()); n != 2 {
+			t.Errorf("stdout has %d job lines, want 2 (with -d, one summary per job):\n%s", n, res.stdout)
+		}
+		_, lines := readRunLog(t, filepath.Join(dir, "logs"))
+		want := []string{
+			`{"source":"universal","url":"https://sandbox.oxylabs.io/products/1","geo_location":"Germany"}`,
+			`{"source":"universal","url":"https://sandbox.oxylabs.io/products/2","geo_location":"Germany"}`,
+		}
+		if len(lines) != len(want) {
+			t.Fatalf("run log has %d lines, want %d", len(lines), len(want))
+		}
+		for i, l := range lines {
+			if string(l.Payload) != want[i] {
+				t.Errorf("run log line %d payload %s, want %s", i+1, l.Payload, want[i])
+			}
+		}
+	})
+	t.Run("an input without :// is a query", func(t *testing.T) {
+		res := oxy(t, t.TempDir(), sb.env(), strings.NewReader("laptop\n"), "run", "google_search", "--dry-run")
+		if res.code != 0 || strings.TrimSpace(res.stdout) != `{"source":"google_search","query":"laptop"}` {
+			t.Errorf("exit %d, stdout %q; stderr:\n%s", res.code, res.stdout, res.stderr)
+		}
+	})
+	t.Run("-k puts every input into its key", func(t *testing.T) {
+		res := oxy(t, t.TempDir(), sb.env(), strings.NewReader("B07FZ8S74R\n"), "run", "amazon_product", "-k", "product_id", "--dry-run")
+		if res.code != 0 || strings.TrimSpace(res.stdout) != `{"source":"amazon_product","product_id":"B07FZ8S74R"}` {
+			t.Errorf("exit %d, stdout %q; stderr:\n%s", res.code, res.stdout, res.stderr)
+		}
+	})
+	before := apiRequests(sb.stats(t))
+	t.Run("an empty stdin exits 0", func(t *testing.T) {
+		for _, args := range [][]string{{"run", "universal"}, {"run"}, {"run", "-"}} {
+			res := oxy(t, t.TempDir(), sb.env(), strings.NewReader(""), args...)
+			if res.code != 0 || res.stdout != "" {
+				t.Errorf("oxy %v: exit %d, stdout %q, want 0 and nothing; stderr:\n%s", args, res.code, res.stdout, res.stderr)
+			}
+		}
+	})
+	if n := apiRequests(sb.stats(t)) - before; n != 0 {
+		t.Errorf("the empty runs sent %d requests, want 0", n)
+	}
+}
+
+// TestDryRunSendsNothing: --dry-run prints the payloads as they would be
+// sent, credentials redacted, and the bill on stderr; not one request.
+func TestDryRunSendsNothing(t *testing.T) {
+	t.Parallel()
+	sb := startSandbox(t, "")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "payloads.jsonl"), products(1, 2)+`{"source": "universal", "url": "https://sandbox.oxylabs.io/products/3", "pages": 4}`+"\n")
+	res := oxy(t, dir, sb.env(), nil, "run", "--dry-run", "payloads.jsonl", "-p", "storage_type=s3", "-p", "storage_url=s3://AKIAKEY:topsecret@bucket/out", "-p", "context:=[{\"key\": \"k\", \"value\": 1}]")
+	if res.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
+	}
+	want := []string{
+		`{"source":"universal","url":"https://sandbox.oxylabs.io/products/1","storage_type":"s3","storage_url":"s3://redacted:redacted@bucket/out","context":[{"key":"k","value":1}]}`,
+		`{"source":"universal","url":"https://sandbox.oxylabs.io/products/2","storage_type":"s3","storage_url":"s3://redacted:redacted@bucket/out","context":[{"key":"k","value":1}]}`,
+		`{"source":"universal","url":"https://sandbox.oxylabs.io/products/3","pages":4,"storage_type":"s3","storage_url":"s3://redacted:redacted@bucket/out","context":[{"key":"k","value":1}]}`,
+	}
+	if got := res.lines(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("stdout:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := res.lastLine(); got != "Would submit 3 jobs, which bill at most 6 results" {
+		t.Errorf("stderr's last line %q", got)
+	}
+	if strings.Contains(res.stdout+res.stderr, "topsecret") || strings.Contains(res.stdout+res.stderr, "AKIAKEY") {
+		t.Errorf("the storage credentials were echoed")
+	}
+	if n := apiRequests(sb.stats(t)); n != 0 {
+		t.Errorf("the dry run sent %d requests, want 0", n)
+	}
+}
+
+// TestPayloadErrorsNeverQuoteValues: a bad option or a clash is invalid
+// input (exit 2) before any request, and its message names the option and
+// the line, never a value.
+func TestPayloadErrorsNeverQuoteValues(t *testing.T) {
+	t.Parallel()
+	sb := startSandbox(t, "")
+	const secret = "hunter2secret"
+	cases := []struct {
+		name    string
+		stdin   string
+		args    []string
+		wantErr string
+	}{
+		{"a line that sets what an option sets", products(1, 1) + `{"source": "universal", "url": "https://sandbox.oxylabs.io/products/2", "render": "` + secret + `"}` + "\n",
+			[]string{"run", "--render", secret}, "error: line 2 sets render, and so does an option (--render)"},
+		{"a number option given a word", "", []string{"run", "universal", "x", "--pages", secret}, "error: invalid value for --pages"},
+		{"-p with no =", "", []string{"run", "universal", "x", "-p", secret}, "error: -p number 1: want KEY=VALUE or KEY:=JSON"},
+		{"-p := with no JSON", "", []string{"run", "universal", "x", "-p", "storage_url:=s3://k:" + secret + "@b/x"}, "error: -p number 1: the value of storage_url after := is not valid JSON"},
+		{"an option set twice", "", []string{"run", "universal", "x", "--storage-url", "s3://k:" + secret + "@b/x", "-p", "storage_url=s3://k:" + secret + "@b/y"}, "error: --storage-url and -p storage_url both set storage_url"},
+		{"an option that sets the input", "", []string{"run", "universal", "x", "-p", "url=" + secret}, "error: -p url sets url, which holds each INPUT"},
+		{"a FILE with inputs after it", "", []string{"run", "payloads.jsonl", secret}, "error: a FILE of JSON payloads takes no INPUT after it"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "payloads.jsonl"), products(1, 1))
+			res := oxy(t, dir, sb.env(), strings.NewReader(c.stdin), c.args...)
+			if res.code != 2 || !strings.Contains(res.stderr, c.wantErr) {
+				t.Errorf("exit %d, want 2 with %q; stderr:\n%s", res.code, c.wantErr, res.stderr)
+			}
+			if strings.Contains(res.stdout+res.stderr, secret) {
+				t.Errorf("the value was echoed:\n%s%s", res.stdout, res.stderr)
+			}
+		})
+	}
+	if n := apiRequests(sb.stats(t)); n != 0 {
+		t.Errorf("invalid input sent %d requests, want 0", n)
+	}
+}
+
+// TestRunArgumentsNameAFileOrASource: the first argument is a file when it
+// exists or looks like a path, else a source name.
+func TestRunArgumentsNameAFileOrASource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "universal"), products(5, 1))
+	res := oxy(t, dir, env(), nil, "run", "--dry-run", "universal")
+	if res.code != 0 || strings.TrimSpace(res.stdout) != `{"source":"universal","url":"https://sandbox.oxylabs.io/products/5"}` {
+		t.Errorf("an existing file: exit %d, stdout %q; stderr:\n%s", res.code, res.stdout, res.stderr)
+	}
+	res = oxy(t, dir, env(), nil, "run", "--dry-run", "missing.jsonl")
+	if res.code != 2 || !strings.Contains(res.stderr, "missing.jsonl") {
+		t.Errorf("a missing file: exit %d; stderr:\n%s", res.code, res.stderr)
+	}
+	res = oxy(t, dir, env(), nil, "run", "--dry-run", "google_search", "laptop")
+	if res.code != 0 || strings.TrimSpace(res.stdout) != `{"source":"google_search","query":"laptop"}` {
+		t.Errorf("a source: exit %d, stdout %q; stderr:\n%s", res.code, res.stdout, res.stderr)
+	}
+}
