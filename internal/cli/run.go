@@ -261,7 +261,16 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		return nil
 	}
-	if r.flags.destination == "" && r.flags.resume == "" {
+	uploads := false
+	if src.Spool != nil {
+		if uploads, err = oxy.Uploads(src); err != nil {
+			return usageError(err)
+		}
+	}
+	if uploads && r.flags.destination != "" {
+		return usageErrorf("the payloads have a storage_url, so the API uploads their results; -d would fetch every result a second time: drop -d\nhint: nothing was sent")
+	}
+	if r.flags.destination == "" && r.flags.resume == "" && !uploads {
 		dir, err := os.MkdirTemp("", "oxy-bodies-")
 		if err != nil {
 			return fmt.Errorf("a folder for the bodies printed on stdout: %w", err)
@@ -532,7 +541,8 @@ func startError(err error) error {
 		return usageErrorf("the run log cannot be written, so nothing was sent: %s", rf.Reason)
 	case errors.As(err, &de), errors.Is(err, oxy.ErrNoDestination):
 		return usageErrorf("the destination cannot be written, so nothing was sent: %v", err)
-	case errors.Is(err, oxy.ErrNoCredentials), errors.Is(err, feeder.ErrInputMismatch), errors.Is(err, topology.ErrRunNotFound):
+	case errors.Is(err, oxy.ErrNoCredentials), errors.Is(err, feeder.ErrInputMismatch), errors.Is(err, topology.ErrRunNotFound),
+		errors.Is(err, oxy.ErrStorageWithDestination), errors.Is(err, oxy.ErrMixedStorage):
 		return usageError(err)
 	case errors.As(err, &nsw):
 		return fmt.Errorf("%w\nhint: nothing was sent; start a statusworker on this NATS (see deploy/)", nsw)
@@ -598,6 +608,9 @@ func (r *runner) watch(ctx context.Context, run *oxy.Run, src *runSource) error 
 	if errors.As(runErr, &incomplete) {
 		return errIncomplete
 	}
+	if runErr == nil && run.Progress().Unuploaded > 0 {
+		return errIncomplete // the failed uploads were reported as they came
+	}
 	return runErr
 }
 
@@ -651,6 +664,7 @@ func (r *runner) follow(ctx context.Context, run *oxy.Run, onJob func(*oxy.Job))
 		if onJob != nil {
 			onJob(&job)
 		}
+		r.reportUpload(job)
 		if r.bodies != "" {
 			r.printBody(job)
 			continue

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"os"
 
+	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 // printBody prints a done job's results body, {"results": …, "job": …}, on
@@ -45,4 +47,17 @@ func (r *runner) dryRun(src *runSource) error {
 	}
 	r.console.final(bill.String())
 	return nil
+}
+
+// reportUpload warns about a job whose cloud-storage upload failed (or was
+// not reported in time): its results are not where the payload said.
+func (r *runner) reportUpload(job oxy.Job) {
+	if job.Upload == nil || job.Upload.Code == wsa.UploadOK {
+		return
+	}
+	if job.Upload.Code == 0 { // the API reported nothing in time
+		warnf(r.console, "The upload of job %s is not known to have happened: %s", job.ID, redact.String(job.Upload.Message))
+		return
+	}
+	warnf(r.console, "The upload of job %s failed with %d %s", job.ID, job.Upload.Code, redact.String(job.Upload.Message))
 }

@@ -236,3 +236,76 @@ func TestRunArgumentsNameAFileOrASource(t *testing.T) {
 		t.Errorf("a source: exit %d, stdout %q; stderr:\n%s", res.code, res.stdout, res.stderr)
 	}
 }
+
+// storagePayloads returns n sandbox payloads for products first … that the
+// API uploads to the bucket location url.
+func storagePayloads(first, n int, url string) string {
+	var b strings.Builder
+	for i := first; i < first+n; i++ {
+		fmt.Fprintf(&b, `{"source": "universal", "url": "https://sandbox.oxylabs.io/products/%d", "storage_type": "gcs", "storage_url": %q}`+"\n", i, url)
+	}
+	return b.String()
+}
+
+// TestUploadsAreWatchedNeverFetched: payloads with a storage_url are watched
+// through their job status until the upload entry comes; no result is
+// fetched, a failed upload is reported and counted, and the run exits 1.
+func TestUploadsAreWatchedNeverFetched(t *testing.T) {
+	t.Parallel()
+	sb := startSandbox(t, `{"rules": [{"pattern": "products/2$", "outcome": {"upload_code": 13102}}], "job_time": "200ms"}`)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "payloads.jsonl"), storagePayloads(1, 3, "bucket/run"))
+	res := oxy(t, dir, sb.env(), nil, "run", "payloads.jsonl", "--run-log", "logs")
+	if res.code != 1 {
+		t.Fatalf("exit %d, want 1 (one upload failed); stderr:\n%s", res.code, res.stderr)
+	}
+	if got := progressCounts(t, res.lastLine()); got != "3/3 done, 2 uploaded, 1 unuploaded" {
+		t.Errorf("final line %q", res.lastLine())
+	}
+	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
+	if len(lines) != 3 {
+		t.Fatalf("run log has %d lines, want 3", len(lines))
+	}
+	for i, l := range lines {
+		wantCode := 13000
+		if i == 1 {
+			wantCode = 13102
+		}
+		if l.State != runlog.Done || l.Upload == nil || l.Upload.Code != wantCode {
+			t.Errorf("run log line %d: %s upload %+v, want done with code %d", i+1, l.State, l.Upload, wantCode)
+		}
+	}
+	if id := lines[1].ID; id == nil || !strings.Contains(res.stderr, "warning: The upload of job "+*id+" failed with 13102 ") {
+		t.Errorf("stderr does not report the failed upload:\n%s", res.stderr)
+	}
+	st := sb.stats(t)
+	if st.Requests[emulator.EndpointResults] != 0 || st.JobsCreated != 3 || st.Requests[emulator.EndpointStatus] < 3 {
+		t.Errorf("the sandbox answered %d results GETs and %d status GETs and created %d jobs, want 0, at least 3 and 3",
+			st.Requests[emulator.EndpointResults], st.Requests[emulator.EndpointStatus], st.JobsCreated)
+	}
+	if n := len(res.lines()); n != 3 {
+		t.Errorf("stdout has %d job lines, want 3:\n%s", n, res.stdout)
+	}
+}
+
+// TestUploadsRefuseADestination: a destination would fetch what the API
+// uploads, and a mix of storage and non-storage payloads has no one place
+// for its results: both are refused before any request.
+func TestUploadsRefuseADestination(t *testing.T) {
+	t.Parallel()
+	sb := startSandbox(t, "")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "storage.jsonl"), storagePayloads(1, 2, "bucket/run"))
+	writeFile(t, filepath.Join(dir, "mixed.jsonl"), storagePayloads(1, 1, "bucket/run")+products(2, 1))
+	res := oxy(t, dir, sb.env(), nil, "run", "storage.jsonl", "-d", "results")
+	if res.code != 2 || !strings.Contains(res.stderr, "error: the payloads have a storage_url, so the API uploads their results; -d would fetch every result a second time") {
+		t.Errorf("with -d: exit %d; stderr:\n%s", res.code, res.stderr)
+	}
+	res = oxy(t, dir, sb.env(), nil, "run", "mixed.jsonl", "-d", "results")
+	if res.code != 2 || !strings.Contains(res.stderr, "some payloads have a storage_url and others do not") {
+		t.Errorf("mixed: exit %d; stderr:\n%s", res.code, res.stderr)
+	}
+	if n := apiRequests(sb.stats(t)); n != 0 {
+		t.Errorf("refused runs sent %d requests, want 0", n)
+	}
+}

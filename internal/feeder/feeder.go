@@ -117,6 +117,10 @@ type Announcement struct {
 	// already submitted are still checked and written before the run is
 	// completed with what is recorded. Default messages.DefaultStopTimeout.
 	StopTimeout time.Duration
+	// FinalDataType is the data type at which a doc is complete. Default
+	// messages.FinalDataType (written); messages.DataDone for a run whose
+	// results the API uploads to cloud storage, which has no destination.
+	FinalDataType messages.DataType
 }
 
 // Announce announces a run of src's payloads and waits until a statusworker
@@ -135,10 +139,13 @@ func (f *Feeder) Announce(ctx context.Context, src Source, a Announcement) (stri
 	if a.StartedAt.IsZero() {
 		a.StartedAt = f.cfg.Now()
 	}
+	if a.FinalDataType == "" {
+		a.FinalDataType = messages.FinalDataType
+	}
 	run, err := f.cfg.Topology.AnnounceRun(ctx, messages.RunAnnounced{
 		Run:           a.Run,
 		Total:         src.Len(),
-		FinalDataType: messages.FinalDataType,
+		FinalDataType: a.FinalDataType,
 		Destination:   a.Destination,
 		RunLog:        a.RunLog,
 		StartedAt:     a.StartedAt.UTC(),

@@ -19,7 +19,9 @@ import (
 // Options configures one run.
 type Options struct {
 	// Destination is where each done job is written as "<job id>.json": a
-	// local folder (created), or an s3://, gs:// or az:// URL. Required.
+	// local folder (created), or an s3://, gs:// or az:// URL. Required,
+	// unless the payloads have a storage_url (see Uploads): then it must be
+	// empty.
 	Destination string
 	// RunLog is where the run log "<run id>.jsonl" is written (same forms as
 	// Destination). Empty: no run log.
@@ -39,8 +41,11 @@ type Options struct {
 	StopTimeout time.Duration
 }
 
-func (o Options) validate() error {
-	if strings.TrimSpace(o.Destination) == "" {
+func (o Options) validate(uploads bool) error {
+	switch {
+	case uploads && o.Destination != "":
+		return ErrStorageWithDestination
+	case !uploads && strings.TrimSpace(o.Destination) == "":
 		return ErrNoDestination
 	}
 	if o.StopTimeout < 0 {
@@ -65,24 +70,35 @@ func (c *Client) Execute(ctx context.Context, payloads []payload.Payload, opts O
 
 // ExecuteSource is Execute for payloads that are not in memory, such as a
 // feeder.Spool read from a JSONL file (feeder.ReadJSONL checks every line).
+//
+// Payloads with a storage_url (all of them, see Uploads) are uploaded by the
+// API: the run takes no destination, fetches no results, and is complete
+// when each job finished and its upload entry came (Job.Upload).
 func (c *Client) ExecuteSource(ctx context.Context, src feeder.Source, opts Options) (*Run, error) {
-	if err := opts.validate(); err != nil {
+	uploads, err := Uploads(src)
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.validate(uploads); err != nil {
 		return nil, err
 	}
 	topo, f, err := c.backend(ctx)
 	if err != nil {
 		return nil, err
 	}
-	warnings, err := c.probe(ctx, opts)
-	if err != nil {
-		return nil, err
+	warnings := c.locationWarnings(opts.Destination, opts.RunLog)
+	if !uploads {
+		if warnings, err = c.probe(ctx, opts); err != nil {
+			return nil, err
+		}
 	}
 	id, err := f.Announce(ctx, src, feeder.Announcement{
-		Run:         opts.Run,
-		Destination: opts.Destination,
-		RunLog:      opts.RunLog,
-		StartedAt:   time.Now(),
-		StopTimeout: opts.StopTimeout,
+		Run:           opts.Run,
+		Destination:   opts.Destination,
+		RunLog:        opts.RunLog,
+		StartedAt:     time.Now(),
+		StopTimeout:   opts.StopTimeout,
+		FinalDataType: finalDataType(uploads),
 	})
 	if err != nil {
 		return nil, err
@@ -207,7 +223,7 @@ func (c *Client) locationWarnings(dest, runLog string) []string {
 		return nil
 	}
 	var w []string
-	if isLocal(dest) {
+	if dest != "" && isLocal(dest) {
 		w = append(w, fmt.Sprintf("the destination %s is a local folder: the writers write it on their own filesystem, not this machine's", redact.String(dest)))
 	}
 	if runLog != "" && isLocal(runLog) {
