@@ -56,12 +56,17 @@ type runFlags struct {
 	retryUnknown bool
 	stopTimeout  time.Duration
 	dryRun       bool
+	checkStorage bool
+	noCheck      bool
 	payload      payloadFlags
 }
 
 // register adds the flags of `oxy run`.
 func (f *runFlags) register(fs *flagSet) {
 	f.payload.register(fs)
+	fs.BoolVar(&f.checkStorage, "check-storage", true, "with storage_url payloads: submit the first payload per storage location alone and await its upload before the rest; "+
+		"if it fails, hold the rest back (they end unsubmitted, never sent)")
+	fs.BoolVar(&f.noCheck, "no-check-storage", false, "submit storage_url payloads without awaiting a first upload per location")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the payloads as they would be sent (credentials in URLs redacted) and what they bill at most; send nothing")
 	fs.StringVarP(&f.destination, "destination", "d", "", "write each done job's body as <job id>.json to `DEST`: a folder (created), s3://, gs:// or az:// URL; "+
 		"without it, each body is printed on stdout")
@@ -488,7 +493,7 @@ func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
 // anything billed.
 func (r *runner) start(ctx context.Context, client *oxy.Client, src *runSource) (*oxy.Run, error) {
 	f := r.flags
-	opts := oxy.Options{Destination: f.destination, RunLog: f.runLog, StopTimeout: f.stopTimeout}
+	opts := oxy.Options{Destination: f.destination, RunLog: f.runLog, StopTimeout: f.stopTimeout, NoStorageCheck: f.noCheck || !f.checkStorage}
 	if f.resume != "" {
 		run, err := client.Resume(ctx, f.resume, src.source(), opts)
 		if err != nil {

@@ -309,3 +309,64 @@ func TestUploadsRefuseADestination(t *testing.T) {
 		t.Errorf("refused runs sent %d requests, want 0", n)
 	}
 }
+
+// TestUploadCheckHoldsBackAFailedLocation: with --check-storage (the
+// default), the first payload per storage location goes alone; a failed
+// upload holds the rest of its location back, never sent, and a rejected
+// first payload passes the check on to the next one.
+func TestUploadCheckHoldsBackAFailedLocation(t *testing.T) {
+	t.Parallel()
+	sb := startSandbox(t, `{"rules": [
+		{"pattern": "products/11$", "outcome": {"upload_code": 13102}},
+		{"pattern": "products/21$", "outcome": {"reject": {"status": 400, "message": "Bad request."}}}
+	], "job_time": "200ms"}`)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "payloads.jsonl"),
+		storagePayloads(1, 3, "bucket/good")+storagePayloads(11, 3, "bucket/bad")+storagePayloads(21, 3, "bucket/third"))
+	res := oxy(t, dir, sb.env(), nil, "run", "payloads.jsonl", "--run-log", "logs")
+	if res.code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", res.code, res.stderr)
+	}
+	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
+	want := []runlog.State{runlog.Done, runlog.Done, runlog.Done, runlog.Done, runlog.Unsubmitted, runlog.Unsubmitted, runlog.Rejected, runlog.Done, runlog.Done}
+	if len(lines) != len(want) {
+		t.Fatalf("run log has %d lines, want %d", len(lines), len(want))
+	}
+	for i, l := range lines {
+		if l.State != want[i] {
+			t.Errorf("run log line %d: %s, want %s", i+1, l.State, want[i])
+		}
+	}
+	const held = "Held back 2 payloads for bucket/bad, because the first upload failed"
+	if e := lines[4].Error; e == nil || e.Message != held {
+		t.Errorf("held-back line's error %+v, want %q", e, held)
+	}
+	if !strings.Contains(res.stderr, held) {
+		t.Errorf("stderr does not say what was held back:\n%s", res.stderr)
+	}
+	st := sb.stats(t)
+	for _, n := range []int{12, 13} {
+		if c := st.CreatedByInput[fmt.Sprintf("https://sandbox.oxylabs.io/products/%d", n)]; c != 0 {
+			t.Errorf("held-back product %d was created %d times", n, c)
+		}
+	}
+	if st.JobsCreated != 6 || st.Requests[emulator.EndpointResults] != 0 {
+		t.Errorf("the sandbox created %d jobs and answered %d results GETs, want 6 and 0", st.JobsCreated, st.Requests[emulator.EndpointResults])
+	}
+}
+
+// TestUploadsWithoutCheck: --no-check-storage sends every payload at once;
+// a failed location then fails for each of them.
+func TestUploadsWithoutCheck(t *testing.T) {
+	t.Parallel()
+	sb := startSandbox(t, `{"rules": [{"pattern": "products/1[123]$", "outcome": {"upload_code": 13102}}], "job_time": "200ms"}`)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "payloads.jsonl"), storagePayloads(11, 3, "bucket/bad"))
+	res := oxy(t, dir, sb.env(), nil, "run", "payloads.jsonl", "--no-check-storage")
+	if res.code != 1 || progressCounts(t, res.lastLine()) != "3/3 done, 3 unuploaded" {
+		t.Errorf("exit %d, final line %q; stderr:\n%s", res.code, res.lastLine(), res.stderr)
+	}
+	if st := sb.stats(t); st.JobsCreated != 3 || st.Requests[emulator.EndpointResults] != 0 {
+		t.Errorf("the sandbox created %d jobs and answered %d results GETs, want 3 and 0", st.JobsCreated, st.Requests[emulator.EndpointResults])
+	}
+}

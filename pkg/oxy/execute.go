@@ -39,6 +39,12 @@ type Options struct {
 	// completed with what is recorded (see Run.Stop). Default
 	// messages.DefaultStopTimeout (1 minute).
 	StopTimeout time.Duration
+	// NoStorageCheck feeds a run of uploads (payloads with a storage_url)
+	// all at once. Off (the default), of the payloads that share a
+	// storage_url the first is submitted alone and its upload awaited: if
+	// it fails, the rest are held back and end unsubmitted, never sent, so
+	// that a wrong bucket or credential costs one job.
+	NoStorageCheck bool
 }
 
 func (o Options) validate(uploads bool) error {
@@ -103,11 +109,20 @@ func (c *Client) ExecuteSource(ctx context.Context, src feeder.Source, opts Opti
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.watch(ctx, topo, f, id, opts.Buffer, warnings)
+	var check *storageCheck
+	var onFinish func(progress.Job)
+	if uploads && !opts.NoStorageCheck {
+		check = newStorageCheck()
+		onFinish = check.observe
+	}
+	r, err := c.watch(ctx, topo, f, id, opts.Buffer, warnings, onFinish)
 	if err != nil {
 		return nil, err
 	}
 	r.startFeeding(func(ctx context.Context) (feeder.FeedResult, error) {
+		if check != nil {
+			return check.feed(ctx, f, id, src, r)
+		}
 		return f.Feed(ctx, id, src)
 	})
 	return r, nil
@@ -146,7 +161,7 @@ func (c *Client) Resume(ctx context.Context, run string, src feeder.Source, opts
 	if src.Len() != rec.Announced.Total {
 		return nil, fmt.Errorf("oxy: resume run %s: %w: %d payloads given, the run has %d", run, feeder.ErrInputMismatch, src.Len(), rec.Announced.Total)
 	}
-	r, err := c.watch(ctx, topo, f, run, opts.Buffer, c.locationWarnings(rec.Announced.Destination, rec.Announced.RunLog))
+	r, err := c.watch(ctx, topo, f, run, opts.Buffer, c.locationWarnings(rec.Announced.Destination, rec.Announced.RunLog), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +182,7 @@ func (c *Client) Watch(ctx context.Context, run string, opts Options) (*Run, err
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.watch(ctx, topo, f, run, opts.Buffer, nil)
+	r, err := c.watch(ctx, topo, f, run, opts.Buffer, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -175,9 +190,9 @@ func (c *Client) Watch(ctx context.Context, run string, opts Options) (*Run, err
 	return r, nil
 }
 
-func (c *Client) watch(ctx context.Context, topo *topology.Topology, f *feeder.Feeder, run string, buffer int, warnings []string) (*Run, error) {
+func (c *Client) watch(ctx context.Context, topo *topology.Topology, f *feeder.Feeder, run string, buffer int, warnings []string, onFinish func(progress.Job)) (*Run, error) {
 	rctx, cancel := context.WithCancelCause(ctx)
-	w, err := progress.Watch(rctx, progress.Config{Topology: topo, Run: run, Buffer: buffer})
+	w, err := progress.Watch(rctx, progress.Config{Topology: topo, Run: run, Buffer: buffer, OnFinish: onFinish})
 	if err != nil {
 		cancel(err)
 		return nil, err
