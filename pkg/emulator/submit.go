@@ -58,29 +58,45 @@ func (e *Emulator) tooMany(w http.ResponseWriter, r *http.Request, failed int, r
 	e.writeError(w, r, http.StatusTooManyRequests, msg, nil, user)
 }
 
-// serveSubmit answers POST /v1/queries.
-func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user string) {
-	b := e.bodies.get()
-	defer e.bodies.put(b)
+// admission is a single submission the emulator accepted: its job, and
+// what the answer carries.
+type admission struct {
+	j             *job
+	sp            *spec
+	remaining     [2]int
+	submitFailure *failure // a scripted failure after the job was created
+	now           int64
+}
+
+// admit runs the checks, rules and rate limit of a single submission (Push-
+// Pull or Realtime) and creates its job. When it refuses, it has written
+// the answer and returns false.
+func (e *Emulator) admit(w http.ResponseWriter, r *http.Request, b *body, user string, realtime bool) (admission, bool) {
 	if !e.readBody(w, r, b) {
 		e.badJSON(w, r, user)
-		return
+		return admission{}, false
 	}
 	fields, ok := decodeObject(b.scratch)
 	if !ok {
 		e.badJSON(w, r, user)
-		return
+		return admission{}, false
 	}
 	source, _ := jsonscan.String(fields["source"])
 	src := e.sources[source]
 	if src == nil {
 		e.rejectWith(w, r, reject(msgUnsupportedSrc), user)
-		return
+		return admission{}, false
 	}
 	input, present, isString := inputOf(fields, src.inputKey)
 	if rej := check(src, fields, input, present, isString); rej != nil {
 		e.rejectWith(w, r, rej, user)
-		return
+		return admission{}, false
+	}
+	if realtime {
+		if rej := checkRealtime(src, fields); rej != nil {
+			e.rejectWith(w, r, rej, user)
+			return admission{}, false
+		}
 	}
 	sub := Submission{Source: source, InputKey: src.inputKey, Input: input, Fields: fields}
 	out := matchRules(e.rules, &sub)
@@ -89,16 +105,16 @@ func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user stri
 		switch {
 		case out.Reject != nil:
 			e.rejectWith(w, r, out.Reject, user)
-			return
+			return admission{}, false
 		case out.Throttle:
 			e.throttle(w, r, input, user)
-			return
+			return admission{}, false
 		}
 		if out.submitFailure.take() {
 			submitFailure = out.submitFailure
 			if !submitFailure.AfterCreate {
 				e.fail(w, r, &submitFailure.Failure, user)
-				return
+				return admission{}, false
 			}
 		}
 	}
@@ -109,10 +125,22 @@ func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user stri
 		var failed int
 		if failed, remaining = e.limiter.take(now, sp.cost, sp.rendered); failed >= 0 {
 			e.tooMany(w, r, failed, sp.rendered, remaining, user)
-			return
+			return admission{}, false
 		}
 	}
 	j := e.createJob(sp, input, out, now, e.linksBase(r))
+	return admission{j: j, sp: sp, remaining: remaining, submitFailure: submitFailure, now: now}, true
+}
+
+// serveSubmit answers POST /v1/queries.
+func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user string) {
+	b := e.bodies.get()
+	defer e.bodies.put(b)
+	a, ok := e.admit(w, r, b, user, false)
+	if !ok {
+		return
+	}
+	j, submitFailure := a.j, a.submitFailure
 	if submitFailure != nil && !submitFailure.CutBody {
 		e.fail(w, r, &submitFailure.Failure, user)
 		return
@@ -123,9 +151,9 @@ func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user stri
 	h["X-Oxylabs-Job-Id"] = id
 	h["X-Oxyserps-Job-Id"] = id
 	if !e.limiter.off() {
-		e.setRateHeaders(h, sp.rendered, remaining)
+		e.setRateHeaders(h, a.sp.rendered, a.remaining)
 	}
-	b.buf = e.appendJob(b.buf[:0], j, now, e.linksBase(r))
+	b.buf = e.appendJob(b.buf[:0], j, a.now, e.linksBase(r))
 	h["Content-Type"] = e.hv.json
 	if submitFailure != nil {
 		e.stats.faultsInjected.Add(1)
