@@ -17,6 +17,7 @@ const (
 	envUsername    = "OXY_WSA_USERNAME"
 	envPassword    = "OXY_WSA_PASSWORD"
 	envAPIURL      = "OXY_API_URL"
+	envRealtimeURL = "OXY_REALTIME_URL"
 	envDestination = "OXY_DESTINATION"
 	envRunLog      = "OXY_RUN_LOG"
 	envStateDir    = "OXY_STATE_DIR"
@@ -37,6 +38,7 @@ func environment() map[string]string {
 		envUsername:     "API username (required unless --sandbox)",
 		envPassword:     "API password (required unless --sandbox; never echoed)",
 		envAPIURL:       "--api-url",
+		envRealtimeURL:  "--realtime-url",
 		envDestination:  "--destination",
 		envRunLog:       "--run-log",
 		envStateDir:     "--state-dir",

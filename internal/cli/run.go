@@ -56,6 +56,8 @@ type runFlags struct {
 	retryUnknown bool
 	stopTimeout  time.Duration
 	dryRun       bool
+	realtime     bool
+	realtimeURL  string
 	checkStorage bool
 	noCheck      bool
 	payload      payloadFlags
@@ -64,6 +66,7 @@ type runFlags struct {
 // register adds the flags of `oxy run`.
 func (f *runFlags) register(fs *flagSet) {
 	f.payload.register(fs)
+	fs.BoolVar(&f.realtime, "realtime", false, "run each payload with the Realtime integration, in this process: one call each, answered when its job finished (no storage_url, jobs under 150 s)")
 	fs.BoolVar(&f.checkStorage, "check-storage", true, "with storage_url payloads: submit the first payload per storage location alone and await its upload before the rest; "+
 		"if it fails, hold the rest back (they end unsubmitted, never sent)")
 	fs.BoolVar(&f.noCheck, "no-check-storage", false, "submit storage_url payloads without awaiting a first upload per location")
@@ -84,6 +87,7 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.bindEnv("destination", envDestination)
 	fs.bindEnv("run-log", envRunLog)
 	fs.bindEnv("api-url", envAPIURL)
+	fs.bindEnv("realtime-url", envRealtimeURL)
 	fs.bindEnv("nats", envNATSURL)
 	fs.bindEnv("mongo", envMongoURI)
 	fs.bindEnv("state-dir", envStateDir)
@@ -97,6 +101,7 @@ func (f *runFlags) registerPipeline(fs *flagSet) {
 	fs.BoolVar(&f.sandbox, "sandbox", false, "run against the built-in API emulator: no credentials, no cost")
 	fs.StringVar(&f.sandboxRules, "sandbox-rules", "", "script the sandbox's outcomes with a rules `FILE` (see below)")
 	fs.StringVar(&f.apiURL, "api-url", wsa.DefaultBaseURL, "Web Scraper API base `URL`")
+	fs.StringVar(&f.realtimeURL, "realtime-url", wsa.DefaultRealtimeURL, "Realtime host `URL` (an oxy sandbox serves it at its URL + "+emulator.RealtimePath+")")
 	fs.StringVar(&f.natsURL, "nats", "", "feed and watch through an external NATS `URL`; the deployed workers do the stages")
 }
 
@@ -105,6 +110,10 @@ func (f *runFlags) check() error {
 	switch {
 	case f.dryRun:
 		return nil // nothing runs: only the payloads are read
+	case f.realtime && f.natsURL != "":
+		return usageErrorf("--realtime runs in this process: the deployed pipeline has no Realtime stage, so nothing was sent; drop --nats, or --realtime for Push-Pull")
+	case f.realtime && (f.resume != "" || f.stateDir != ""):
+		return usageErrorf("--realtime keeps no state to resume: a Realtime call cut short is not sent again; drop --resume and --state-dir")
 	case f.destination == "" && f.resume == "" && f.natsURL != "":
 		return usageErrorf("with --nats the deployed writers write each done job's body, so -d/--destination is required: an absolute path of their filesystem or an s3://, gs:// or az:// URL")
 	case f.sandbox && f.natsURL != "":
@@ -272,6 +281,9 @@ func (r *runner) run(ctx context.Context) error {
 			return usageError(err)
 		}
 	}
+	if uploads && r.flags.realtime {
+		return usageErrorf("Realtime does not upload to cloud storage (the API refuses storage_url), so nothing was sent: run these payloads without --realtime")
+	}
 	if uploads && r.flags.destination != "" {
 		return usageErrorf("the payloads have a storage_url, so the API uploads their results; -d would fetch every result a second time: drop -d\nhint: nothing was sent")
 	}
@@ -317,6 +329,9 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
 		return err // Ctrl+C before anything was announced: nothing to stop
+	}
+	if r.flags.realtime {
+		return r.realtime(ctx, client, src)
 	}
 	run, err := r.start(runCtx, client, src)
 	if err != nil {
@@ -429,6 +444,7 @@ func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
 		Username:         r.env.Getenv(envUsername),
 		Password:         r.env.Getenv(envPassword),
 		BaseURL:          f.apiURL,
+		RealtimeURL:      f.realtimeURL,
 		Sandbox:          f.sandbox,
 		StateDir:         f.stateDir,
 		RetryUnknownOnce: f.retryUnknown,
@@ -547,6 +563,7 @@ func startError(err error) error {
 	case errors.As(err, &de), errors.Is(err, oxy.ErrNoDestination):
 		return usageErrorf("the destination cannot be written, so nothing was sent: %v", err)
 	case errors.Is(err, oxy.ErrNoCredentials), errors.Is(err, feeder.ErrInputMismatch), errors.Is(err, topology.ErrRunNotFound),
+		errors.Is(err, oxy.ErrRealtimeDeployed), errors.Is(err, oxy.ErrRealtimeStorage),
 		errors.Is(err, oxy.ErrStorageWithDestination), errors.Is(err, oxy.ErrMixedStorage):
 		return usageError(err)
 	case errors.As(err, &nsw):

@@ -45,6 +45,9 @@ type Options struct {
 	// it fails, the rest are held back and end unsubmitted, never sent, so
 	// that a wrong bucket or credential costs one job.
 	NoStorageCheck bool
+	// RealtimeConcurrency is how many Realtime calls ExecuteRealtime keeps
+	// in flight. Default DefaultRealtimeConcurrency.
+	RealtimeConcurrency int
 }
 
 func (o Options) validate(uploads bool) error {
