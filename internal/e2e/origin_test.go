@@ -370,3 +370,101 @@ func TestUploadsWithoutCheck(t *testing.T) {
 		t.Errorf("the sandbox created %d jobs and answered %d results GETs, want 3 and 0", st.JobsCreated, st.Requests[emulator.EndpointResults])
 	}
 }
+
+// realtimeEnv is the environment of an oxy process whose Realtime calls go
+// to the sandbox.
+func (s *sandbox) realtimeEnv() []string {
+	return s.env("OXY_REALTIME_URL=" + s.URL + emulator.RealtimePath)
+}
+
+// TestRealtimePrintsBodies: `oxy run --realtime` makes one Realtime call per
+// payload and prints each body; it never asks for a status or results.
+func TestRealtimePrintsBodies(t *testing.T) {
+	t.Parallel()
+	sb := startSandbox(t, "", "--time-scale", "0.01")
+	dir := t.TempDir()
+	res := oxy(t, dir, sb.realtimeEnv(), nil, "run", "--realtime", "universal",
+		"https://sandbox.oxylabs.io/products/1", "https://sandbox.oxylabs.io/products/2", "--run-log", "logs")
+	if res.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
+	}
+	if n := len(parseBodies(t, res.stdout)); n != 2 {
+		t.Errorf("stdout has %d bodies, want 2", n)
+	}
+	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
+	if got := states(lines); got[runlog.Done] != 2 || len(lines) != 2 {
+		t.Errorf("run log states %v, want 2 done", got)
+	}
+	st := sb.stats(t)
+	if st.Requests[emulator.EndpointRealtime] != 2 || st.Requests[emulator.EndpointStatus] != 0 || st.Requests[emulator.EndpointResults] != 0 || submissions(st) != 0 {
+		t.Errorf("requests %v, want 2 Realtime calls and nothing else", st.Requests)
+	}
+}
+
+// TestFaultRealtimeOutcomes: a rejection, a 408, an answer that leaves the
+// outcome unknown and a 429 each end as the money rules say: only the 429
+// is sent again, the unknown outcome is never re-sent and is marked
+// may_have_billed.
+func TestFaultRealtimeOutcomes(t *testing.T) {
+	t.Parallel()
+	sb := startSandbox(t, `{"rules": [
+		{"pattern": "products/2$", "outcome": {"reject": {"status": 400, "message": "Bad request."}}},
+		{"pattern": "products/3$", "outcome": {"submit_failure": {"status": 500, "after_create": true}}},
+		{"pattern": "products/4$", "outcome": {"job_time": "200s"}},
+		{"pattern": "products/5$", "outcome": {"submit_failure": {"status": 429, "times": 1}}}
+	]}`, "--time-scale", "0.01")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "payloads.jsonl"), products(1, 5))
+	res := oxy(t, dir, sb.realtimeEnv(), nil, "run", "--realtime", "payloads.jsonl", "-d", "results", "--run-log", "logs")
+	if res.code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", res.code, res.stderr)
+	}
+	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
+	want := []runlog.State{runlog.Done, runlog.Rejected, runlog.Unsubmitted, runlog.Rejected, runlog.Done}
+	if len(lines) != len(want) {
+		t.Fatalf("run log has %d lines, want %d", len(lines), len(want))
+	}
+	for i, l := range lines {
+		if l.State != want[i] {
+			t.Errorf("run log line %d: %s, want %s", i+1, l.State, want[i])
+		}
+	}
+	if e := lines[2].Error; e == nil || !e.MayHaveBilled {
+		t.Errorf("the unknown outcome's error %+v, want may_have_billed", e)
+	}
+	const timedOut = "Timed out. Realtime returns 408 for a job that runs 150 seconds or longer, so run this payload with Push-Pull"
+	if e := lines[3].Error; e == nil || e.Message != timedOut || e.StatusCode == nil || *e.StatusCode != 408 {
+		t.Errorf("the 408's error %+v, want %q", e, timedOut)
+	}
+	if got := files(t, filepath.Join(dir, "results")); len(got) != 2 {
+		t.Errorf("results %v, want the 2 done jobs", got)
+	}
+	st := sb.stats(t)
+	if st.Requests[emulator.EndpointRealtime] != 6 || st.Requests[emulator.EndpointStatus] != 0 || st.Requests[emulator.EndpointResults] != 0 || submissions(st) != 0 {
+		t.Errorf("requests %v, want 6 Realtime calls (the 429 twice) and nothing else", st.Requests)
+	}
+	if c := st.CreatedByInput["https://sandbox.oxylabs.io/products/3"]; c != 1 {
+		t.Errorf("the unknown outcome's payload was created %d times, want exactly 1", c)
+	}
+}
+
+// TestRealtimeRefusedInTheDeployedShape: the deployed pipeline has no
+// Realtime stage, and Realtime refuses storage_url: both are refused before
+// any request.
+func TestRealtimeRefusedInTheDeployedShape(t *testing.T) {
+	t.Parallel()
+	sb := startSandbox(t, "")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "storage.jsonl"), storagePayloads(1, 1, "bucket/x"))
+	res := oxy(t, dir, sb.realtimeEnv(), nil, "run", "--realtime", "--nats", "nats://127.0.0.1:1", "-d", "/srv/results", "universal", "https://sandbox.oxylabs.io/products/1")
+	if res.code != 2 || !strings.Contains(res.stderr, "error: --realtime runs in this process: the deployed pipeline has no Realtime stage") {
+		t.Errorf("--nats: exit %d; stderr:\n%s", res.code, res.stderr)
+	}
+	res = oxy(t, dir, sb.realtimeEnv(), nil, "run", "--realtime", "storage.jsonl")
+	if res.code != 2 || !strings.Contains(res.stderr, "error: Realtime does not upload to cloud storage") {
+		t.Errorf("storage_url: exit %d; stderr:\n%s", res.code, res.stderr)
+	}
+	if n := apiRequests(sb.stats(t)); n != 0 {
+		t.Errorf("refused runs sent %d requests, want 0", n)
+	}
+}
