@@ -3,10 +3,13 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
@@ -466,5 +469,41 @@ func TestRealtimeRefusedInTheDeployedShape(t *testing.T) {
 	}
 	if n := apiRequests(sb.stats(t)); n != 0 {
 		t.Errorf("refused runs sent %d requests, want 0", n)
+	}
+}
+
+// TestFaultRealtimeStopNowMayHaveBilled: the first Ctrl+C sends nothing
+// more; the second cuts the calls in flight, and each ends unsubmitted and
+// marked may_have_billed (its job exists at the API).
+func TestFaultRealtimeStopNowMayHaveBilled(t *testing.T) {
+	t.Parallel()
+	sb := startSandbox(t, `{"job_time": "100s"}`)
+	dir := t.TempDir()
+	const total = 20
+	writeFile(t, filepath.Join(dir, "payloads.jsonl"), products(1, total))
+	p := start(t, dir, nil, sb.realtimeEnv(), "run", "--realtime", "payloads.jsonl", "-d", "results", "--run-log", "logs")
+	testutil.Eventually(t, 30*time.Second, "8 Realtime calls in flight", func() bool { return sb.stats(t).Requests[emulator.EndpointRealtime] == 8 })
+	p.signal(t, os.Interrupt)
+	testutil.Eventually(t, 10*time.Second, "the stopping hint", func() bool { return strings.Contains(p.stderrSoFar(), "hint: stopping: nothing more is sent") })
+	p.signal(t, os.Interrupt)
+	res := p.wait(t, 30*time.Second)
+	if res.code != 130 {
+		t.Fatalf("exit %d, want 130; stderr:\n%s", res.code, res.stderr)
+	}
+	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
+	marked := 0
+	for _, l := range lines {
+		if l.State != runlog.Unsubmitted {
+			t.Errorf("run log line %+v, want unsubmitted", l)
+		}
+		if l.Error != nil && l.Error.MayHaveBilled {
+			marked++
+		}
+	}
+	if len(lines) != total || marked != 8 {
+		t.Errorf("run log: %d lines, %d marked may_have_billed; want %d and the 8 in flight", len(lines), marked, total)
+	}
+	if st := sb.stats(t); st.Requests[emulator.EndpointRealtime] != 8 || st.JobsCreated != 8 {
+		t.Errorf("the sandbox saw %d Realtime calls and created %d jobs, want 8 and 8", st.Requests[emulator.EndpointRealtime], st.JobsCreated)
 	}
 }
