@@ -16,7 +16,8 @@ import (
 // storageCheck feeds a run of uploads so that a wrong storage location
 // costs one job, not all of them: of the payloads that share a storage_url,
 // the first is fed alone and the rest wait for its upload. A successful
-// upload (code 13000, of a done or a faulted job) releases them; a
+// upload (code 13000, of a done or a faulted job), or a job whose object
+// reports no uploads at all, releases them; a
 // rejected first payload passes the check on to the next one (no job, no
 // upload to judge by); any other end (a failed or unreported upload, an
 // unfetched or unsubmitted job) holds them back: they end unsubmitted,
@@ -153,7 +154,10 @@ func (c *storageCheck) feed(ctx context.Context, f *feeder.Feeder, run string, s
 			}
 			rest := l.docs[l.probe+1:]
 			switch {
-			case j.Upload != nil && j.Upload.Code == wsa.UploadOK:
+			case j.Upload != nil && j.Upload.Code == wsa.UploadOK,
+				// A job object without "statuses" reports no upload: there
+				// is nothing to judge by, so the check cannot hold back.
+				j.Upload == nil && (j.Status == runlog.Done || j.Status == runlog.Faulted):
 				for _, d := range rest {
 					release[d] = true
 				}
