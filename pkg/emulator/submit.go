@@ -128,7 +128,7 @@ func (e *Emulator) admit(w http.ResponseWriter, r *http.Request, b *body, user s
 			return admission{}, false
 		}
 	}
-	j := e.createJob(sp, input, out, now, e.linksBase(r))
+	j := e.createJob(sp, input, out, now, e.linksBase(r), realtime)
 	return admission{j: j, sp: sp, remaining: remaining, submitFailure: submitFailure, now: now}, true
 }
 
@@ -292,7 +292,7 @@ func (e *Emulator) serveBatch(w http.ResponseWriter, r *http.Request, user strin
 	base := e.linksBase(r)
 	jobs := make([]*job, len(good))
 	for i, a := range good {
-		jobs[i] = e.createJob(sp, a.input, a.out, now, base)
+		jobs[i] = e.createJob(sp, a.input, a.out, now, base, false)
 	}
 	if len(failures) > 0 && !failures[0].CutBody {
 		e.fail(w, r, &failures[0].Failure, user)
@@ -360,11 +360,11 @@ func (e *Emulator) batchAllFailed(w http.ResponseWriter, values []json.RawMessag
 // createJob creates, stores and schedules one job. Its random choices come
 // from the seed, its source and input and how many jobs that input already
 // had, so they do not depend on the order of concurrent submissions.
-func (e *Emulator) createJob(sp *spec, input string, out *outcome, now int64, base string) *job {
+func (e *Emulator) createJob(sp *spec, input string, out *outcome, now int64, base string, realtime bool) *job {
 	id := e.nextID.Add(1)
 	occurrence := e.stats.created(input, sp.pages)
 	r := jobRand(e.seed, sp.src.name, sp.inputKey, input, occurrence)
-	j := &job{id: id, spec: sp, input: input, out: out, created: now}
+	j := &job{id: id, spec: sp, input: input, out: out, created: now, realtime: realtime}
 
 	j.faulted = r.Float64() < e.cfg.FaultRate
 	if out != nil {

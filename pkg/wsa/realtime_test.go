@@ -63,8 +63,12 @@ func TestRealtime(t *testing.T) {
 		if res.Job.Status != wsa.JobDone || !wsa.ValidJobID(res.Job.ID) {
 			t.Fatalf("job %+v", res.Job)
 		}
+		var ae *wsa.APIError
+		if _, err := c.Status(context.Background(), res.Job.ID); !errors.As(err, &ae) || ae.StatusCode != 404 {
+			t.Fatalf("Status of a Realtime job = %v, want 404 (Realtime jobs are not visible to Push-Pull)", err)
+		}
 		st := srv.Emulator.Stats()
-		if st.Requests[emulator.EndpointRealtime] != 1 || st.Requests[emulator.EndpointStatus] != 0 || st.Requests[emulator.EndpointResults] != 0 || st.JobsCreated != 1 {
+		if st.Requests[emulator.EndpointRealtime] != 1 || st.Requests[emulator.EndpointStatus] != 1 || st.Requests[emulator.EndpointResults] != 0 || st.JobsCreated != 1 {
 			t.Fatalf("stats %+v", st)
 		}
 	})
