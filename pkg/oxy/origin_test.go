@@ -3,11 +3,17 @@ package oxy_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"regexp"
 	"testing"
+	"time"
 
 	"github.com/oxypipe/oxypipe/internal/feeder"
+	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/payload"
+	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
 func storagePayload(t *testing.T, url string) payload.Payload {
@@ -69,5 +75,53 @@ func TestRefusedBeforeAnythingBills(t *testing.T) {
 		if err := c.run(); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
+	}
+}
+
+// TestStorageCheckHoldsBackAFailedLocation: of the payloads that share a
+// storage_url, the first goes alone; its failed upload holds the rest back,
+// never submitted, while another location goes on.
+func TestStorageCheckHoldsBackAFailedLocation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client, err := oxy.NewClient(oxy.Config{Sandbox: true, Emulator: emulator.Config{JobTime: 20 * time.Millisecond, Rules: []emulator.Rule{
+		{Pattern: regexp.MustCompile(`products/11$`), Outcome: emulator.Outcome{UploadCode: 13102, UploadDelay: 50 * time.Millisecond}},
+		{Pattern: regexp.MustCompile(`products/`), Outcome: emulator.Outcome{UploadDelay: 50 * time.Millisecond}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = client.Close(ctx) }()
+	at := func(n int, bucket string) payload.Payload {
+		p := storagePayload(t, fmt.Sprintf("https://sandbox.oxylabs.io/products/%d", n))
+		_ = p.Set("storage_url", "s3://"+bucket+"/x")
+		return p
+	}
+	ps := []payload.Payload{at(11, "bad"), at(1, "good"), at(12, "bad"), at(2, "good"), at(13, "bad")}
+	run, err := client.Execute(ctx, ps, oxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]runlog.State{}
+	for job, err := range run.Jobs() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[job.Doc] = job.Status
+	}
+	want := map[int]runlog.State{0: runlog.Done, 1: runlog.Done, 2: runlog.Unsubmitted, 3: runlog.Done, 4: runlog.Unsubmitted}
+	if !maps.Equal(got, want) {
+		t.Errorf("states %v, want %v", got, want)
+	}
+	if p := run.Progress(); p.Uploaded != 2 || p.Unuploaded != 1 {
+		t.Errorf("progress %s, want 2 uploaded and 1 unuploaded", p)
+	}
+	cl, err := client.Cluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := cl.Emulator().Emulator.Stats()
+	if st.JobsCreated != 3 || st.Requests[emulator.EndpointResults] != 0 {
+		t.Errorf("the sandbox created %d jobs and answered %d results GETs, want 3 and 0", st.JobsCreated, st.Requests[emulator.EndpointResults])
 	}
 }
