@@ -616,7 +616,11 @@ func (r *runner) watch(ctx context.Context, run *oxy.Run, src *runSource) error 
 
 	runErr := run.Err()
 	if loc := run.RunLog(); loc != "" && (runErr != nil || len(run.Problems()) > 0) {
-		hintf(r.console, "recover what is left without paying twice: oxy recover %s -d %s", redact.String(loc), redact.String(run.Announced().Destination))
+		dest := redact.String(run.Announced().Destination)
+		if r.bodies != "" {
+			dest = "DEST" // the bodies' scratch folder is gone
+		}
+		hintf(r.console, "recover what is left without paying twice: oxy recover %s -d %s", redact.String(loc), dest)
 	}
 	if n := mayHaveBilledCount(run.Problems()); n > 0 {
 		hintf(r.console, "%s may have billed already (\"may_have_billed\": true in the run log): oxy recover holds %s back unless given --resubmit-unknown",
