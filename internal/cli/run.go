@@ -617,8 +617,8 @@ func (r *runner) watch(ctx context.Context, run *oxy.Run, src *runSource) error 
 	runErr := run.Err()
 	if loc := run.RunLog(); loc != "" && (runErr != nil || len(run.Problems()) > 0) {
 		dest := redact.String(run.Announced().Destination)
-		if r.bodies != "" {
-			dest = "DEST" // the bodies' scratch folder is gone
+		if r.bodies != "" || dest == "" {
+			dest = "DEST" // the bodies' scratch folder is gone, or the API uploaded them
 		}
 		hintf(r.console, "recover what is left without paying twice: oxy recover %s -d %s", redact.String(loc), dest)
 	}
