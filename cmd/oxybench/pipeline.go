@@ -22,14 +22,14 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 // jobTime is how long the emulator keeps every job pending.
 const jobTime = time.Millisecond
 
-var feeder = messages.Actor{Type: "feeder", Name: "oxybench"}
+var feeder = oxytype.Party{Type: "feeder", Name: "oxybench"}
 
 // env is the broker, the emulator and the three stages of one benchmark.
 type env struct {
@@ -173,7 +173,7 @@ func (e *env) close() {
 // docTimes is what the benchmark learns of one doc from its status events.
 type docTimes struct {
 	submitted, done, written time.Time
-	final                    runlog.State
+	final                    oxytype.State
 }
 
 // tracker reads the status events (standing in for the statusworker) and
@@ -219,17 +219,17 @@ func (tr *tracker) add(ev *messages.StatusEvent, size int) {
 	}
 	d := &tr.docs[pos]
 	switch {
-	case ev.Outcome == messages.Success && ev.DataType == messages.DataSubmitted:
+	case ev.Outcome == oxytype.Success && ev.DataType == oxytype.DataSubmitted:
 		d.submitted = ev.Time
-	case ev.Outcome == messages.Success && ev.DataType == messages.DataDone:
+	case ev.Outcome == oxytype.Success && ev.DataType == oxytype.DataDone:
 		d.done = ev.Time
 	}
-	final := ev.Outcome == messages.HardFailure || (ev.Outcome == messages.Success && ev.DataType == messages.FinalDataType)
+	final := ev.Outcome == oxytype.HardFailure || (ev.Outcome == oxytype.Success && ev.DataType == oxytype.FinalDataType)
 	if !final || d.final != "" {
 		return
 	}
-	if ev.Outcome == messages.Success {
-		d.written, d.final = ev.Time, runlog.Done
+	if ev.Outcome == oxytype.Success {
+		d.written, d.final = ev.Time, oxytype.Done
 	} else {
 		d.final = ev.State
 	}
@@ -242,13 +242,13 @@ func (tr *tracker) add(ev *messages.StatusEvent, size int) {
 func (e *env) run(ctx context.Context, cfg Config) (*result, error) {
 	n := cfg.Payloads
 	run, err := e.topo.AnnounceRun(ctx, messages.RunAnnounced{
-		Total: n, FinalDataType: messages.FinalDataType, Destination: e.dest, RunLog: e.dest, StartedAt: time.Now().UTC(),
+		Total: n, FinalDataType: oxytype.FinalDataType, Destination: e.dest, RunLog: e.dest, StartedAt: time.Now().UTC(),
 	}, feeder)
 	if err != nil {
 		return nil, err
 	}
 	if applied, _, err := e.topo.Runs().Transition(ctx, run, func(rec *messages.RunRecord) bool {
-		rec.State, rec.UpdatedAt = messages.RunStateReady, time.Now().UTC()
+		rec.State, rec.UpdatedAt = oxytype.RunStateReady, time.Now().UTC()
 		return true
 	}); err != nil || !applied {
 		return nil, fmt.Errorf("marking the run ready: applied %v, %w", applied, err)
@@ -262,8 +262,8 @@ func (e *env) run(ctx context.Context, cfg Config) (*result, error) {
 		body := json.RawMessage(fmt.Sprintf(`{"source":"universal","url":"https://sandbox.oxylabs.io/products/%d","geo_location":"United States"}`, i))
 		for _, env := range []messages.Envelope{
 			&messages.Payload{Run: run, Doc: messages.DocID(i), Payload: body},
-			&messages.StatusEvent{Run: run, Doc: messages.DocID(i), DataType: messages.DataPayload, Outcome: messages.Success,
-				Origin: feeder, Payload: body, Time: time.Now().UTC()},
+			&messages.StatusEvent{Run: run, Doc: messages.DocID(i), DataType: oxytype.DataPayload, Outcome: oxytype.Success,
+				Origin: feeder, Facts: oxytype.Facts{Payload: body}, Time: time.Now().UTC()},
 		} {
 			m, err := messages.NewMsg(env, feeder)
 			if err != nil {

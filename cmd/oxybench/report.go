@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/emulator"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // result is what one benchmark run measured.
@@ -28,7 +28,7 @@ type result struct {
 	// lastSubmitted, lastDone and lastWritten are when the last doc passed
 	// each stage.
 	lastSubmitted, lastDone, lastWritten time.Time
-	states                               map[runlog.State]int
+	states                               map[oxytype.State]int
 	// finishToFile holds, per written doc, the time from its job finishing
 	// at the API to its file being in place; sorted.
 	finishToFile      []time.Duration
@@ -50,13 +50,13 @@ type result struct {
 
 // fromDocs fills the times and outcomes in from the docs' events.
 func (r *result) fromDocs(docs []docTimes) {
-	r.states = map[runlog.State]int{}
+	r.states = map[oxytype.State]int{}
 	for _, d := range docs {
 		r.states[d.final]++
 		r.lastSubmitted = later(r.lastSubmitted, d.submitted)
 		r.lastDone = later(r.lastDone, d.done)
 		r.lastWritten = later(r.lastWritten, d.written)
-		if d.final == runlog.Done && !d.submitted.IsZero() {
+		if d.final == oxytype.Done && !d.submitted.IsZero() {
 			r.finishToFile = append(r.finishToFile, max(d.written.Sub(d.submitted.Add(jobTime)), 0))
 		}
 	}

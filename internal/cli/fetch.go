@@ -8,7 +8,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/destination"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -81,10 +81,10 @@ func (o fetchOutcome) warning() string {
 }
 
 // errorInfo is the run-log error of a job left unfetched.
-func (o fetchOutcome) errorInfo() *runlog.ErrorInfo {
+func (o fetchOutcome) errorInfo() *oxytype.ErrorInfo {
 	var ae *wsa.APIError
 	if errors.As(o.err, &ae) {
-		info := &runlog.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
+		info := &oxytype.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
 		if ae.StatusCode != 0 {
 			code := ae.StatusCode
 			info.StatusCode = &code
@@ -93,12 +93,12 @@ func (o fetchOutcome) errorInfo() *runlog.ErrorInfo {
 	}
 	switch o.status {
 	case fetchPending:
-		return &runlog.ErrorInfo{Message: "the job was still pending when it was fetched by id"}
+		return &oxytype.ErrorInfo{Message: "the job was still pending when it was fetched by id"}
 	case fetchExpired:
-		return &runlog.ErrorInfo{Message: "the API no longer has the job's results (they expired)"}
+		return &oxytype.ErrorInfo{Message: "the API no longer has the job's results (they expired)"}
 	}
 	if o.err != nil {
-		return &runlog.ErrorInfo{Message: o.err.Error()}
+		return &oxytype.ErrorInfo{Message: o.err.Error()}
 	}
 	return nil
 }

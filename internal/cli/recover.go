@@ -14,6 +14,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
@@ -233,14 +234,14 @@ func (rc *recoverer) classify() {
 	for i, l := range rc.lines {
 		hasID := l.ID != nil && *l.ID != ""
 		switch {
-		case l.State == runlog.Done:
+		case l.State == oxytype.Done:
 			p.done++
-		case l.State == runlog.Rejected:
+		case l.State == oxytype.Rejected:
 			p.rejected = append(p.rejected, i)
-		case l.State == runlog.Unfetched, l.State == runlog.Unsubmitted && hasID:
+		case l.State == oxytype.Unfetched, l.State == oxytype.Unsubmitted && hasID:
 			// A job exists: its result is fetched, never paid for again.
 			p.fetch = append(p.fetch, i)
-		case l.State == runlog.Unsubmitted && mayHaveBilled(l.Error) && !rc.resubmitUnknown:
+		case l.State == oxytype.Unsubmitted && mayHaveBilled(l.Error) && !rc.resubmitUnknown:
 			p.unknown = append(p.unknown, i)
 		case bytes.Contains(l.Payload, []byte(redact.Placeholder+"@")):
 			p.redacted = append(p.redacted, i)
@@ -250,7 +251,7 @@ func (rc *recoverer) classify() {
 				continue
 			}
 			p.resubmit = append(p.resubmit, i)
-			if l.State == runlog.Unsubmitted && mayHaveBilled(l.Error) {
+			if l.State == oxytype.Unsubmitted && mayHaveBilled(l.Error) {
 				p.risky++
 			}
 		}
@@ -260,7 +261,7 @@ func (rc *recoverer) classify() {
 // mayHaveBilled reports whether a line's error carries the may-have-billed
 // mark: its submission may have created a job, and resubmitting it could
 // bill twice. The structured field decides, never the message's words.
-func mayHaveBilled(e *runlog.ErrorInfo) bool {
+func mayHaveBilled(e *oxytype.ErrorInfo) bool {
 	return e != nil && e.MayHaveBilled
 }
 
@@ -269,7 +270,7 @@ func (rc *recoverer) describe(location string) {
 	p := rc.plan
 	faulted, unsubmitted := 0, 0
 	for _, i := range p.resubmit {
-		if rc.lines[i].State == runlog.Faulted {
+		if rc.lines[i].State == oxytype.Faulted {
 			faulted++
 		} else {
 			unsubmitted++
@@ -351,15 +352,15 @@ func (rc *recoverer) fetchUnfetched(ctx context.Context, client *oxy.Client, cfg
 		}
 		switch o.status {
 		case fetchDone:
-			l.State, l.Error = runlog.Done, nil
+			l.State, l.Error = oxytype.Done, nil
 		case fetchFaulted:
-			l.State, l.Error = runlog.Faulted, nil
+			l.State, l.Error = oxytype.Faulted, nil
 			if _, err := payload.Parse(l.Payload, i+1); err == nil {
 				rc.plan.resubmit = append(rc.plan.resubmit, i)
 			}
 		default:
 			warnf(rc.console, "%s", o.warning())
-			l.State, l.Error = runlog.Unfetched, o.errorInfo()
+			l.State, l.Error = oxytype.Unfetched, o.errorInfo()
 			var de *destination.Error
 			if errors.As(o.err, &de) && failed == nil {
 				failed = o.err
@@ -450,7 +451,7 @@ func (rc *recoverer) writeLines(w io.Writer) error {
 func (rc *recoverer) problems() []progress.Job {
 	var out []progress.Job
 	for i, l := range rc.lines {
-		if l.State == runlog.Done {
+		if l.State == oxytype.Done {
 			continue
 		}
 		j := progress.Job{Doc: i, Status: l.State, Payload: l.Payload, Error: l.Error, Upload: l.Upload}

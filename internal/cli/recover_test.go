@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -121,14 +122,14 @@ func TestMayHaveBilled(t *testing.T) {
 	t.Parallel()
 	code := 503
 	for _, c := range []struct {
-		err  *runlog.ErrorInfo
+		err  *oxytype.ErrorInfo
 		want bool
 	}{
 		{nil, false},
-		{&runlog.ErrorInfo{StatusCode: &code, Message: "Service Unavailable"}, false},
-		{&runlog.ErrorInfo{StatusCode: &code, Message: "Service Unavailable; " + runlog.MayHaveBilled, MayHaveBilled: true}, true},
-		{&runlog.ErrorInfo{Message: "the outcome of this payload's submission is unknown; " + runlog.MayHaveBilled}, false},
-		{&runlog.ErrorInfo{Message: "Forbidden", MayHaveBilled: true}, true},
+		{&oxytype.ErrorInfo{StatusCode: &code, Message: "Service Unavailable"}, false},
+		{&oxytype.ErrorInfo{StatusCode: &code, Message: "Service Unavailable; " + oxytype.MayHaveBilledText, MayHaveBilled: true}, true},
+		{&oxytype.ErrorInfo{Message: "the outcome of this payload's submission is unknown; " + oxytype.MayHaveBilledText}, false},
+		{&oxytype.ErrorInfo{Message: "Forbidden", MayHaveBilled: true}, true},
 	} {
 		if got := mayHaveBilled(c.err); got != c.want {
 			t.Errorf("mayHaveBilled(%+v) = %t, want %t", c.err, got, c.want)

@@ -22,6 +22,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
@@ -708,7 +709,7 @@ func (r *runner) follow(ctx context.Context, run *oxy.Run, onJob func(*oxy.Job))
 func mayHaveBilledCount(problems []oxy.Job) int {
 	n := 0
 	for _, j := range problems {
-		if j.Status == runlog.Unsubmitted && mayHaveBilled(j.Error) {
+		if j.Status == oxytype.Unsubmitted && mayHaveBilled(j.Error) {
 			n++
 		}
 	}

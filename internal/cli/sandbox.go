@@ -103,7 +103,7 @@ const rulesHelp = `Rules file (JSON): scripted outcomes per payload, failures pe
   fault_status_code, done, stay_pending, job_time, status_failure, results_failure,
   target_status_code, parse_status_code, content, content_size, upload_code,
   upload_delay, results_ttl; a failure is {status, message, drop, times, after_create,
-  cut_body, body} (body: sent as it is, with status, default 200, e.g. an HTML page in
-  place of results).
+  cut_body, body} (times: how many requests fail for each input or job; body: sent as it
+  is, with status, default 200, e.g. an HTML page in place of results).
   settings: job_time, time_scale, seed, fault_rate, error_rate, drop_rate, and
   rate_limit, render_rate_limit (jobs per second; default 50 and 13, a Starter plan's).`

@@ -10,7 +10,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/statusworker"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // statusServer answers the statusworker's routes for one completed run with
@@ -22,7 +22,7 @@ func statusServer(t *testing.T) *httptest.Server {
 	started := time.Date(2026, 9, 29, 17, 4, 12, 345e6, time.UTC)
 	run := statusworker.RunDetail{
 		RunView: statusworker.RunView{
-			Run: "20260929T170412.345Z", State: messages.RunStateCompleted, Total: 3, FinalDataType: "written",
+			Run: "20260929T170412.345Z", State: oxytype.RunStateCompleted, Total: 3, FinalDataType: "written",
 			Destination: "results", RunLog: "logs", StartedAt: started,
 			Completed: &messages.RunCompleted{Run: "20260929T170412.345Z", Total: 3, Done: 1, Faulted: 1, Unfetched: 1},
 		},
@@ -33,9 +33,9 @@ func statusServer(t *testing.T) *httptest.Server {
 		},
 	}
 	failures := map[string]any{"count": 2, "truncated": false, "failures": []statusworker.RecordView{
-		{Doc: "0", DataType: "submitted", Outcome: "hard_failure", State: runlog.Unfetched, APIJobID: "7500000000000000001",
-			Error: &runlog.ErrorInfo{StatusCode: &code, Message: "Not Found"}},
-		{Doc: "1", DataType: "submitted", Outcome: "hard_failure", State: runlog.Faulted, APIJobID: "7500000000000000002",
+		{Doc: "0", DataType: "submitted", Outcome: "hard_failure", State: oxytype.Unfetched, APIJobID: "7500000000000000001",
+			Error: &oxytype.ErrorInfo{StatusCode: &code, Message: "Not Found"}},
+		{Doc: "1", DataType: "submitted", Outcome: "hard_failure", State: oxytype.Faulted, APIJobID: "7500000000000000002",
 			HardFailure: "job faulted"},
 	}}
 	errs := map[string]any{"errors": []statusworker.ErrorView{

@@ -7,7 +7,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -18,7 +18,7 @@ import (
 // never holds more than one body in memory. Other jobs print nothing on
 // stdout; the report on stderr says what became of them.
 func (r *runner) printBody(job oxy.Job) {
-	if job.Status != runlog.Done || job.File == "" {
+	if job.Status != oxytype.Done || job.File == "" {
 		return
 	}
 	body, err := os.ReadFile(job.File)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/natsserver"
 	"github.com/oxypipe/oxypipe/internal/testutil"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // TestDistributedRun is the README's distributed use on one machine: a
@@ -63,7 +63,7 @@ func TestDistributedRun(t *testing.T) {
 	}
 	var want []string
 	for i, l := range lines {
-		if l.State != runlog.Done || l.ID == nil || l.Error != nil {
+		if l.State != oxytype.Done || l.ID == nil || l.Error != nil {
 			t.Fatalf("run log line %d: %+v", i+1, l)
 		}
 		want = append(want, *l.ID+".json")

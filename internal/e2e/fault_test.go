@@ -7,13 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
 // unknownRules make the API create the jobs of products 100–105 and then
-// answer 500, as a user scripts it in a rules file.
+// answer 500 to each one's first submission, however they are batched, as a
+// user scripts it in a rules file.
 const unknownRules = `{"rules": [
-	{"pattern": "products/10[0-5]$", "outcome": {"submit_failure": {"status": 500, "after_create": true, "times": 3}}}
+	{"pattern": "products/10[0-5]$", "outcome": {"submit_failure": {"status": 500, "after_create": true, "times": 1}}}
 ], "job_time": "200ms"}`
 
 // unknownPayloads is 34 plain payloads and 6 (products 100–105) that share
@@ -60,12 +62,12 @@ func TestFaultAnUnknownOutcomeIsBilledOnceAndHeldBack(t *testing.T) {
 		}
 	}
 	path, lines := readRunLog(t, filepath.Join(dir, "logs"))
-	if got := states(lines); got[runlog.Done] != 34 || got[runlog.Unsubmitted] != 6 || len(lines) != 40 {
+	if got := states(lines); got[oxytype.Done] != 34 || got[oxytype.Unsubmitted] != 6 || len(lines) != 40 {
 		t.Fatalf("run log states %v, want 34 done and 6 unsubmitted", got)
 	}
 	for i, l := range lines {
 		marked := l.Error != nil && l.Error.MayHaveBilled
-		if marked != (l.State == runlog.Unsubmitted) || (l.State == runlog.Unsubmitted) != isUnknown(l) {
+		if marked != (l.State == oxytype.Unsubmitted) || (l.State == oxytype.Unsubmitted) != isUnknown(l) {
 			t.Errorf("line %d: %s, error %+v", i+1, l.State, l.Error)
 		}
 	}
@@ -112,7 +114,7 @@ func TestFaultAnUnknownOutcomeIsBilledOnceAndHeldBack(t *testing.T) {
 		}
 	}
 	_, recovered := readRunLog(t, filepath.Join(dir, "recovered"))
-	if got := states(recovered); got[runlog.Done] != 40 {
+	if got := states(recovered); got[oxytype.Done] != 40 {
 		t.Fatalf("recovered run log states %v, want 40 done", got)
 	}
 	st = sb.stats(t)
@@ -134,7 +136,7 @@ func TestFaultRetryUnknownOnceFinishesARunAtTwiceTheCost(t *testing.T) {
 		t.Fatalf("run: exit %d, want 0; stderr:\n%s", res.code, res.stderr)
 	}
 	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
-	if got := states(lines); got[runlog.Done] != 40 {
+	if got := states(lines); got[oxytype.Done] != 40 {
 		t.Fatalf("run log states %v, want 40 done", got)
 	}
 	st := sb.stats(t)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/emulator"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -311,8 +312,8 @@ func readLines(t *testing.T, path string) []runlog.Line {
 }
 
 // states counts the run-log lines by state.
-func states(lines []runlog.Line) map[runlog.State]int {
-	m := map[runlog.State]int{}
+func states(lines []runlog.Line) map[oxytype.State]int {
+	m := map[oxytype.State]int{}
 	for _, l := range lines {
 		m[l.State]++
 	}

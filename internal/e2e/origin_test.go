@@ -11,7 +11,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // apiRequests is how many requests the sandbox answered, its own stats
@@ -85,7 +85,7 @@ func TestRunSourceInputsPrintsBodies(t *testing.T) {
 	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
 	for i, l := range lines {
 		want := fmt.Sprintf(`{"source":"universal","url":"https://sandbox.oxylabs.io/products/%d","render":"html"}`, i+1)
-		if l.State != runlog.Done || string(l.Payload) != want {
+		if l.State != oxytype.Done || string(l.Payload) != want {
 			t.Errorf("run log line %d: %s %s, want done %s", i+1, l.State, l.Payload, want)
 		}
 	}
@@ -274,7 +274,7 @@ func TestUploadsAreWatchedNeverFetched(t *testing.T) {
 		if i == 1 {
 			wantCode = 13102
 		}
-		if l.State != runlog.Done || l.Upload == nil || l.Upload.Code != wantCode {
+		if l.State != oxytype.Done || l.Upload == nil || l.Upload.Code != wantCode {
 			t.Errorf("run log line %d: %s upload %+v, want done with code %d", i+1, l.State, l.Upload, wantCode)
 		}
 	}
@@ -331,7 +331,7 @@ func TestUploadCheckHoldsBackAFailedLocation(t *testing.T) {
 		t.Fatalf("exit %d, want 1; stderr:\n%s", res.code, res.stderr)
 	}
 	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
-	want := []runlog.State{runlog.Done, runlog.Done, runlog.Done, runlog.Done, runlog.Unsubmitted, runlog.Unsubmitted, runlog.Rejected, runlog.Done, runlog.Done}
+	want := []oxytype.State{oxytype.Done, oxytype.Done, oxytype.Done, oxytype.Done, oxytype.Unsubmitted, oxytype.Unsubmitted, oxytype.Rejected, oxytype.Done, oxytype.Done}
 	if len(lines) != len(want) {
 		t.Fatalf("run log has %d lines, want %d", len(lines), len(want))
 	}
@@ -395,7 +395,7 @@ func TestRealtimePrintsBodies(t *testing.T) {
 		t.Errorf("stdout has %d bodies, want 2", n)
 	}
 	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
-	if got := states(lines); got[runlog.Done] != 2 || len(lines) != 2 {
+	if got := states(lines); got[oxytype.Done] != 2 || len(lines) != 2 {
 		t.Errorf("run log states %v, want 2 done", got)
 	}
 	st := sb.stats(t)
@@ -423,7 +423,7 @@ func TestFaultRealtimeOutcomes(t *testing.T) {
 		t.Fatalf("exit %d, want 1; stderr:\n%s", res.code, res.stderr)
 	}
 	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
-	want := []runlog.State{runlog.Done, runlog.Rejected, runlog.Unsubmitted, runlog.Rejected, runlog.Done}
+	want := []oxytype.State{oxytype.Done, oxytype.Rejected, oxytype.Unsubmitted, oxytype.Rejected, oxytype.Done}
 	if len(lines) != len(want) {
 		t.Fatalf("run log has %d lines, want %d", len(lines), len(want))
 	}
@@ -493,7 +493,7 @@ func TestFaultRealtimeStopNowMayHaveBilled(t *testing.T) {
 	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
 	marked := 0
 	for _, l := range lines {
-		if l.State != runlog.Unsubmitted {
+		if l.State != oxytype.Unsubmitted {
 			t.Errorf("run log line %+v, want unsubmitted", l)
 		}
 		if l.Error != nil && l.Error.MayHaveBilled {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // everyStateRules make a run of products 1–5 end in every state: 1
@@ -37,11 +37,11 @@ func TestRecoverEveryState(t *testing.T) {
 		t.Fatalf("run: exit %d; stderr:\n%s", first.code, first.stderr)
 	}
 	path, lines := readRunLog(t, filepath.Join(dir, "logs"))
-	got := []runlog.State{}
+	got := []oxytype.State{}
 	for _, l := range lines {
 		got = append(got, l.State)
 	}
-	want := []runlog.State{runlog.Unfetched, runlog.Faulted, runlog.Done, runlog.Rejected, runlog.Unsubmitted}
+	want := []oxytype.State{oxytype.Unfetched, oxytype.Faulted, oxytype.Done, oxytype.Rejected, oxytype.Unsubmitted}
 	if !slices.Equal(got, want) {
 		t.Fatalf("run log states %v, want %v; stderr:\n%s", got, want, first.stderr)
 	}
@@ -73,7 +73,7 @@ func TestRecoverEveryState(t *testing.T) {
 	for _, l := range recovered {
 		got = append(got, l.State)
 	}
-	want = []runlog.State{runlog.Done, runlog.Done, runlog.Done, runlog.Rejected, runlog.Done}
+	want = []oxytype.State{oxytype.Done, oxytype.Done, oxytype.Done, oxytype.Rejected, oxytype.Done}
 	if !slices.Equal(got, want) {
 		t.Fatalf("recovered run log states %v, want %v", got, want)
 	}
@@ -87,7 +87,7 @@ func TestRecoverEveryState(t *testing.T) {
 	}
 	var names []string
 	for _, l := range recovered {
-		if l.State == runlog.Done {
+		if l.State == oxytype.Done {
 			names = append(names, *l.ID+".json")
 		}
 	}

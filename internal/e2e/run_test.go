@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // TestQuickStart runs the README's first command: the example payloads, in
@@ -58,7 +58,7 @@ func TestQuickStart(t *testing.T) {
 		t.Fatalf("run log has %d lines, want 6", len(lines))
 	}
 	for i, l := range lines {
-		if l.State != runlog.Done || l.ID == nil || l.Error != nil || !strings.Contains(string(l.Payload), `"url":"https://sandbox.oxylabs.io/products/`+string(rune('1'+i))+`"`) {
+		if l.State != oxytype.Done || l.ID == nil || l.Error != nil || !strings.Contains(string(l.Payload), `"url":"https://sandbox.oxylabs.io/products/`+string(rune('1'+i))+`"`) {
 			t.Errorf("run log line %d: %+v %s", i+1, l, l.Payload)
 		}
 	}

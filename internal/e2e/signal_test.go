@@ -13,6 +13,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/statusworker"
 	"github.com/oxypipe/oxypipe/internal/testutil"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -61,14 +62,14 @@ func TestCtrlCStopsSubmittingAndWritesTheRunLog(t *testing.T) {
 	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
 	n := states(lines)
 	billed := sb.stats(t)
-	if len(lines) != total || n[runlog.Done]+n[runlog.Unsubmitted] != total || n[runlog.Unsubmitted] == 0 {
+	if len(lines) != total || n[oxytype.Done]+n[oxytype.Unsubmitted] != total || n[oxytype.Unsubmitted] == 0 {
 		t.Fatalf("run log has %d lines, states %v: want %d lines, done or unsubmitted, some unsubmitted", len(lines), n, total)
 	}
-	if int64(n[runlog.Done]) != billed.JobsCreated {
-		t.Errorf("%d done lines, but the sandbox created %d jobs: every submitted job must be finished and written", n[runlog.Done], billed.JobsCreated)
+	if int64(n[oxytype.Done]) != billed.JobsCreated {
+		t.Errorf("%d done lines, but the sandbox created %d jobs: every submitted job must be finished and written", n[oxytype.Done], billed.JobsCreated)
 	}
-	if got := len(files(t, filepath.Join(dir, "results"))); got != n[runlog.Done] {
-		t.Errorf("%d result files, want %d", got, n[runlog.Done])
+	if got := len(files(t, filepath.Join(dir, "results"))); got != n[oxytype.Done] {
+		t.Errorf("%d result files, want %d", got, n[oxytype.Done])
 	}
 	if len(res.lines()) != total {
 		t.Errorf("%d stdout lines, want one per payload (%d)", len(res.lines()), total)
@@ -117,7 +118,9 @@ func TestKilledRunResumes(t *testing.T) {
 	}
 
 	began := time.Now()
-	res := oxy(t, dir, sb.env(), nil, "run", "--resume", run, "--state-dir", "state")
+	// A resume waits up to the consumers' AckWait (60 s) for what the dead
+	// process held before it is redelivered: give it room on a loaded machine.
+	res := start(t, dir, nil, sb.env(), "run", "--resume", run, "--state-dir", "state").wait(t, 3*time.Minute)
 	t.Logf("the resumed run took %v: %s", time.Since(began).Round(time.Millisecond), res.lastLine())
 	if res.code != 0 {
 		t.Fatalf("resume: exit %d; stderr:\n%s", res.code, res.stderr)
@@ -135,7 +138,7 @@ func TestKilledRunResumes(t *testing.T) {
 		}
 	}
 	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
-	if n := states(lines); len(lines) != total || n[runlog.Done] != total {
+	if n := states(lines); len(lines) != total || n[oxytype.Done] != total {
 		t.Errorf("run log: %d lines, %v", len(lines), n)
 	}
 	if got := len(files(t, filepath.Join(dir, "results"))); got != total {
@@ -208,7 +211,7 @@ func TestSIGTERMStopsLikeCtrlC(t *testing.T) {
 	}
 	_, lines := readRunLog(t, filepath.Join(dir, "logs"))
 	n := states(lines)
-	if len(lines) != total || n[runlog.Done]+n[runlog.Unsubmitted] != total {
+	if len(lines) != total || n[oxytype.Done]+n[oxytype.Unsubmitted] != total {
 		t.Errorf("run log: %d lines, %v", len(lines), n)
 	}
 	if !strings.Contains(res.stderr, "hint: stopping: nothing more is submitted") {

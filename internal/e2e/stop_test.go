@@ -12,6 +12,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -40,23 +41,23 @@ func resultFiles(dir string) int {
 // checkBilling checks each run-log line against what the sandbox billed for
 // its input: done and unfetched jobs once, plainly unsubmitted payloads
 // never; done jobs have their file in results.
-func checkBilling(t *testing.T, lines []runlog.Line, st emulator.Stats, results string) map[runlog.State]int {
+func checkBilling(t *testing.T, lines []runlog.Line, st emulator.Stats, results string) map[oxytype.State]int {
 	t.Helper()
 	for i, l := range lines {
 		billed := st.CreatedByInput[fmt.Sprintf("https://sandbox.oxylabs.io/products/%d", i+1)]
 		switch {
 		case billed > 1:
 			t.Errorf("payload %d was billed %d times", i, billed)
-		case l.State == runlog.Done || l.State == runlog.Unfetched:
+		case l.State == oxytype.Done || l.State == oxytype.Unfetched:
 			if l.ID == nil || billed != 1 {
 				t.Errorf("payload %d %s with id %v, billed %d; want its id and one job", i, l.State, l.ID, billed)
 			}
-			if l.State == runlog.Done {
+			if l.State == oxytype.Done {
 				if _, err := os.Stat(filepath.Join(results, *l.ID+".json")); err != nil {
 					t.Errorf("payload %d done, but its file: %v", i, err)
 				}
 			}
-		case l.State == runlog.Unsubmitted:
+		case l.State == oxytype.Unsubmitted:
 			if l.Error == nil || l.ID != nil || (billed != 0 && !l.Error.MayHaveBilled) {
 				t.Errorf("payload %d unsubmitted with %+v, billed %d: billed payloads must carry the may-have-billed mark", i, l.Error, billed)
 			}
@@ -103,7 +104,7 @@ func TestFaultSIGTERMWhileTheDestinationKeepsFailing(t *testing.T) {
 	}
 	st := sb.stats(t)
 	n := checkBilling(t, lines, st, moved)
-	if n[runlog.Unsubmitted] == 0 || st.JobsCreated >= total/2 {
+	if n[oxytype.Unsubmitted] == 0 || st.JobsCreated >= total/2 {
 		t.Errorf("%d of %d payloads billed (%v): submission did not stop", st.JobsCreated, total, n)
 	}
 	if !strings.Contains(res.stderr, "hint: stopping: nothing more is submitted") {
@@ -151,7 +152,7 @@ func TestFaultASecondSignalStillWritesTheRunLog(t *testing.T) {
 	}
 	st := sb.stats(t)
 	n := checkBilling(t, lines, st, filepath.Join(dir, "results"))
-	if n[runlog.Done] != 0 || n[runlog.Unfetched] == 0 || int64(n[runlog.Unfetched]) > st.JobsCreated {
+	if n[oxytype.Done] != 0 || n[oxytype.Unfetched] == 0 || int64(n[oxytype.Unfetched]) > st.JobsCreated {
 		t.Errorf("states %v with %d jobs billed: want every billed job unfetched with its id", n, st.JobsCreated)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 var (
@@ -88,9 +89,9 @@ func (e *NoStatusWorkerError) Is(target error) bool { return target == ErrNoStat
 // runStateError wraps a state a run cannot be resumed from.
 func runStateError(run string, rec *messages.RunRecord) error {
 	switch rec.State {
-	case messages.RunStateCompleted:
+	case oxytype.RunStateCompleted:
 		return fmt.Errorf("feeder: run %s: %w", run, ErrRunCompleted)
-	case messages.RunStateFailed:
+	case oxytype.RunStateFailed:
 		return &RunFailedError{Run: run, Reason: rec.Reason}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Defaults of Config.
@@ -84,7 +85,7 @@ func (c Config) validate() error {
 // concurrent use by several runs.
 type Feeder struct {
 	cfg    Config
-	origin messages.Actor
+	origin oxytype.Party
 }
 
 // New returns a Feeder for cfg.
@@ -93,11 +94,11 @@ func New(cfg Config) (*Feeder, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Feeder{cfg: cfg, origin: messages.Actor{Type: ActorType, Name: cfg.Instance}}, nil
+	return &Feeder{cfg: cfg, origin: oxytype.Party{Type: ActorType, Name: cfg.Instance}}, nil
 }
 
 // Origin is the actor the feeder publishes as.
-func (f *Feeder) Origin() messages.Actor { return f.origin }
+func (f *Feeder) Origin() oxytype.Party { return f.origin }
 
 // Announcement is what Announce says about a run besides its payloads.
 type Announcement struct {
@@ -118,9 +119,9 @@ type Announcement struct {
 	// completed with what is recorded. Default messages.DefaultStopTimeout.
 	StopTimeout time.Duration
 	// FinalDataType is the data type at which a doc is complete. Default
-	// messages.FinalDataType (written); messages.DataDone for a run whose
+	// oxytype.FinalDataType (written); oxytype.DataDone for a run whose
 	// results the API uploads to cloud storage, which has no destination.
-	FinalDataType messages.DataType
+	FinalDataType oxytype.DataType
 }
 
 // Announce announces a run of src's payloads and waits until a statusworker
@@ -140,7 +141,7 @@ func (f *Feeder) Announce(ctx context.Context, src Source, a Announcement) (stri
 		a.StartedAt = f.cfg.Now()
 	}
 	if a.FinalDataType == "" {
-		a.FinalDataType = messages.FinalDataType
+		a.FinalDataType = oxytype.FinalDataType
 	}
 	run, err := f.cfg.Topology.AnnounceRun(ctx, messages.RunAnnounced{
 		Run:           a.Run,
@@ -167,7 +168,7 @@ func (f *Feeder) waitReady(ctx context.Context, run string) error {
 	wctx, cancel := context.WithTimeout(ctx, f.cfg.ReadyTimeout)
 	defer cancel()
 	ref, err := f.cfg.Topology.Runs().Wait(wctx, run, func(rec *messages.RunRecord) bool {
-		return rec.State != messages.RunStateAnnounced
+		return rec.State != oxytype.RunStateAnnounced
 	})
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
@@ -175,7 +176,7 @@ func (f *Feeder) waitReady(ctx context.Context, run string) error {
 		}
 		return fmt.Errorf("feeder: wait for run %s to be ready: %w", run, err)
 	}
-	if ref.Record.State == messages.RunStateFailed {
+	if ref.Record.State == oxytype.RunStateFailed {
 		return &RunFailedError{Run: run, Reason: ref.Record.Reason}
 	}
 	return nil

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // FeedDocs is Feed for the docs keep selects: the others are left for a
@@ -38,13 +38,13 @@ func (f *Feeder) HoldBack(ctx context.Context, run string, src Source, hold func
 		}
 		now := f.cfg.Now().UTC()
 		fed := &messages.StatusEvent{
-			Run: run, Doc: messages.DocID(i), DataType: messages.DataPayload, Outcome: messages.Success,
-			Origin: f.origin, Payload: p.Redacted(), Time: now,
+			Run: run, Doc: messages.DocID(i), DataType: oxytype.DataPayload, Outcome: oxytype.Success,
+			Origin: f.origin, Facts: oxytype.Facts{Payload: p.Redacted()}, Time: now,
 		}
 		held := &messages.StatusEvent{
-			Run: run, Doc: messages.DocID(i), DataType: messages.DataPayload, Outcome: messages.HardFailure,
-			Origin: f.origin, Consumer: f.origin, RetryCount: 1, Reason: reason, Error: &runlog.ErrorInfo{Message: reason},
-			State: runlog.Unsubmitted, Payload: p.Redacted(), Time: now,
+			Run: run, Doc: messages.DocID(i), DataType: oxytype.DataPayload, Outcome: oxytype.HardFailure,
+			Origin: f.origin, Consumer: f.origin, RetryCount: 1, Reason: reason, Time: now,
+			Facts: oxytype.Facts{Error: &oxytype.ErrorInfo{Message: reason}, State: oxytype.Unsubmitted, Payload: p.Redacted()},
 		}
 		for _, ev := range []*messages.StatusEvent{fed, held} {
 			m, err := messages.NewMsg(ev, f.origin)

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/retry"
 )
 
@@ -209,10 +210,10 @@ func (f *Feeder) feed(ctx context.Context, run string, src Source, pl plan) (Fee
 			ev := &messages.StatusEvent{
 				Run:      run,
 				Doc:      messages.DocID(i),
-				DataType: messages.DataPayload,
-				Outcome:  messages.Success,
+				DataType: oxytype.DataPayload,
+				Outcome:  oxytype.Success,
 				Origin:   f.origin,
-				Payload:  p.Redacted(),
+				Facts:    oxytype.Facts{Payload: p.Redacted()},
 				Time:     f.cfg.Now().UTC(),
 			}
 			m, err := messages.NewMsg(ev, f.origin)

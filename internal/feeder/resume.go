@@ -11,6 +11,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Resume feeds what a killed feeder left unfed for run: src must hold the
@@ -34,7 +35,7 @@ func (f *Feeder) Resume(ctx context.Context, run string, src Source) (FeedResult
 	if src.Len() != total {
 		return FeedResult{}, fmt.Errorf("feeder: resume run %s: %w: %d payloads given, the run has %d", run, ErrInputMismatch, src.Len(), total)
 	}
-	if ref.Record.State == messages.RunStateAnnounced {
+	if ref.Record.State == oxytype.RunStateAnnounced {
 		if err := f.waitReady(ctx, run); err != nil {
 			return FeedResult{}, err
 		}
@@ -63,7 +64,7 @@ func (f *Feeder) fedDocs(ctx context.Context, run string, total int) (plan, erro
 		if err != nil || pos >= total {
 			return
 		}
-		if ev.DataType == messages.DataPayload && ev.Outcome == messages.Success {
+		if ev.DataType == oxytype.DataPayload && ev.Outcome == oxytype.Success {
 			pl.skipEvent[pos] = true
 			pl.skipPayload[pos] = true
 			return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // copyHeader marks the copies, so that the copier does not copy them again.
@@ -121,7 +122,7 @@ func TestDuplicatesAndRedeliveriesBillOnceAndWriteOneFilePerJob(t *testing.T) {
 	// Every copy of a Done rewrote its file and recorded it written again:
 	// that is allowed (the ledger keeps one), but the job must be the same.
 	written := b.events.count(func(ev messages.StatusEvent) bool {
-		return ev.Outcome == messages.Success && ev.DataType == messages.DataWritten
+		return ev.Outcome == oxytype.Success && ev.DataType == oxytype.DataWritten
 	})
 	done := 0
 	for i := range s.n {

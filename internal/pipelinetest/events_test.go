@@ -13,7 +13,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // collector reads every status event of the broker, in stream order, with
@@ -58,14 +58,14 @@ func collect(t testing.TB, js jetstream.JetStream) *collector {
 // isFinal reports whether an event is a final outcome: the success at the
 // final data type, or a hard failure.
 func isFinal(ev messages.StatusEvent) bool {
-	return ev.Outcome == messages.HardFailure ||
-		(ev.Outcome == messages.Success && ev.DataType == messages.FinalDataType)
+	return ev.Outcome == oxytype.HardFailure ||
+		(ev.Outcome == oxytype.Success && ev.DataType == oxytype.FinalDataType)
 }
 
 // finalState is the run-log state a final event implies.
-func finalState(ev messages.StatusEvent) runlog.State {
-	if ev.Outcome == messages.Success {
-		return runlog.Done
+func finalState(ev messages.StatusEvent) oxytype.State {
+	if ev.Outcome == oxytype.Success {
+		return oxytype.Done
 	}
 	return ev.State
 }
@@ -138,7 +138,7 @@ func (c *collector) undecodable() []string {
 func (c *collector) waitFinal(t testing.TB, run string, n int, timeout time.Duration) {
 	t.Helper()
 	var left []string
-	testutil.EventuallyExplain(t, timeout, func() bool {
+	testutil.EventuallyExplain(t, testutil.Patient(timeout), func() bool {
 		left = c.missing(run, n)
 		return len(left) == 0
 	}, func() string {

@@ -21,13 +21,13 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 // feederActor publishes the payloads, as `oxy run` would.
-var feederActor = messages.Actor{Type: "feeder", Name: "pipelinetest"}
+var feederActor = oxytype.Party{Type: "feeder", Name: "pipelinetest"}
 
 // broker is what every test talks to: a connection with the topology
 // ensured, the API, one announced run writing into dest, and the status
@@ -61,14 +61,14 @@ func newBroker(t testing.TB, nc *nats.Conn, api *apiServer, total int) *broker {
 	b := &broker{t: t, nc: nc, js: js, topo: topo, api: api, client: api.client(t), dest: filepath.Join(t.TempDir(), "results")}
 	b.events = collect(t, js)
 	b.run, err = topo.AnnounceRun(t.Context(), messages.RunAnnounced{
-		Total: total, FinalDataType: messages.FinalDataType, Destination: b.dest,
+		Total: total, FinalDataType: oxytype.FinalDataType, Destination: b.dest,
 		RunLog: t.TempDir(), StartedAt: time.Now().UTC(),
 	}, feederActor)
 	if err != nil {
 		t.Fatal(err)
 	}
 	applied, _, err := topo.Runs().Transition(t.Context(), b.run, func(rec *messages.RunRecord) bool {
-		rec.State, rec.UpdatedAt = messages.RunStateReady, time.Now().UTC()
+		rec.State, rec.UpdatedAt = oxytype.RunStateReady, time.Now().UTC()
 		return true
 	})
 	if err != nil || !applied {
@@ -83,8 +83,8 @@ func (b *broker) feed(bodies []json.RawMessage, from int) {
 	b.t.Helper()
 	for i := from; i < len(bodies); i++ {
 		b.publishAsync(b.payloadMsg(i, bodies[i]))
-		b.publishAsync(b.msg(&messages.StatusEvent{Run: b.run, Doc: messages.DocID(i), DataType: messages.DataPayload,
-			Outcome: messages.Success, Origin: feederActor, Payload: bodies[i], Time: time.Now().UTC()}))
+		b.publishAsync(b.msg(&messages.StatusEvent{Run: b.run, Doc: messages.DocID(i), DataType: oxytype.DataPayload,
+			Outcome: oxytype.Success, Origin: feederActor, Facts: oxytype.Facts{Payload: bodies[i]}, Time: time.Now().UTC()}))
 	}
 	b.flush()
 }
@@ -171,7 +171,7 @@ func (b *broker) waitEmpty(timeout time.Duration, streams ...string) {
 		}
 		return n
 	}
-	testutil.EventuallyExplain(b.t, timeout, func() bool { return left() == 0 }, func() string {
+	testutil.EventuallyExplain(b.t, testutil.Patient(timeout), func() bool { return left() == 0 }, func() string {
 		parts := make([]string, len(streams))
 		for i, s := range streams {
 			parts[i] = fmt.Sprintf("%s %d", s, b.streamMsgs(s))
@@ -221,7 +221,7 @@ func (b *broker) files() (names, temporary []string) {
 
 // expectation is what should become of one doc.
 type expectation struct {
-	state runlog.State
+	state oxytype.State
 	// check, when set, checks the final event further.
 	check func(ev messages.StatusEvent) error
 }
@@ -275,7 +275,7 @@ func (b *broker) verify(n int, want func(i int) expectation, input func(i int) s
 		case unknownOutcome(last):
 			maybe[input(i)] = true
 		}
-		if finalState(last) == runlog.Done {
+		if finalState(last) == oxytype.Done {
 			doneIDs[last.APIJobID+".json"] = doc
 		}
 	}
@@ -287,7 +287,7 @@ func (b *broker) verify(n int, want func(i int) expectation, input func(i int) s
 // may have billed (a submitter died inside its request, or an answer proved
 // nothing): the structured mark.
 func unknownOutcome(ev messages.StatusEvent) bool {
-	return ev.Outcome == messages.HardFailure && ev.State == runlog.Unsubmitted && ev.Error != nil && ev.Error.MayHaveBilled
+	return ev.Outcome == oxytype.HardFailure && ev.State == oxytype.Unsubmitted && ev.Error != nil && ev.Error.MayHaveBilled
 }
 
 // verifyFiles checks that the destination holds exactly the done jobs'
@@ -421,7 +421,7 @@ func describe(evs []messages.StatusEvent) string {
 			s += fmt.Sprintf(" error %s %q", code, ev.Error.Message)
 		}
 		by := ev.Consumer
-		if by == (messages.Actor{}) {
+		if by == (oxytype.Party{}) {
 			by = ev.Origin
 		}
 		parts[i] = s + " by " + by.String() + "}"
@@ -507,17 +507,17 @@ func (s scenario) rules() []emulator.Rule {
 func (s scenario) expect(i int) expectation {
 	switch s.kind(i) {
 	case kindFault:
-		return expectation{state: runlog.Faulted, check: func(ev messages.StatusEvent) error {
-			if ev.DataType != messages.DataSubmitted || ev.APIJobID == "" || ev.Error != nil {
+		return expectation{state: oxytype.Faulted, check: func(ev messages.StatusEvent) error {
+			if ev.DataType != oxytype.DataSubmitted || ev.APIJobID == "" || ev.Error != nil {
 				return errors.New("want a poller failure at submitted with the job id and a null error")
 			}
 			return nil
 		}}
 	case kindReject:
-		return expectation{state: runlog.Rejected, check: func(ev messages.StatusEvent) error {
+		return expectation{state: oxytype.Rejected, check: func(ev messages.StatusEvent) error {
 			// 400 when the payload was sent alone, 202 for a value listed
 			// under a batch answer's "errors".
-			if ev.DataType != messages.DataPayload || ev.APIJobID != "" || ev.Error == nil ||
+			if ev.DataType != oxytype.DataPayload || ev.APIJobID != "" || ev.Error == nil ||
 				ev.Error.Message != rejectMessage || ev.Error.StatusCode == nil ||
 				(*ev.Error.StatusCode != 400 && *ev.Error.StatusCode != 202) {
 				return fmt.Errorf("want a submitter failure at payload, no job id, error 400 or 202 %q", rejectMessage)
@@ -525,16 +525,16 @@ func (s scenario) expect(i int) expectation {
 			return nil
 		}}
 	case kindLost:
-		return expectation{state: runlog.Unfetched, check: func(ev messages.StatusEvent) error {
-			if ev.DataType != messages.DataSubmitted || ev.APIJobID == "" || ev.Error == nil ||
+		return expectation{state: oxytype.Unfetched, check: func(ev messages.StatusEvent) error {
+			if ev.DataType != oxytype.DataSubmitted || ev.APIJobID == "" || ev.Error == nil ||
 				ev.Error.StatusCode == nil || *ev.Error.StatusCode != 404 {
 				return errors.New("want a poller failure at submitted with the job id and error 404")
 			}
 			return nil
 		}}
 	}
-	return expectation{state: runlog.Done, check: func(ev messages.StatusEvent) error {
-		if ev.DataType != messages.DataWritten || ev.APIJobID == "" {
+	return expectation{state: oxytype.Done, check: func(ev messages.StatusEvent) error {
+		if ev.DataType != oxytype.DataWritten || ev.APIJobID == "" {
 			return errors.New("want a success at written with the job id")
 		}
 		return nil

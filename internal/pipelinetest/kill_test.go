@@ -11,7 +11,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // killSetup is what differs between the children of this test binary (the
@@ -76,7 +76,7 @@ func TestSubmitterKilledInsideItsRequestLosesNoDocAndBillsNothingTwice(t *testin
 
 	g.waitEntered(t, 30*time.Second, "the submitter is inside the request that submits doc "+messages.DocID(victim))
 	before := c.events.count(func(ev messages.StatusEvent) bool {
-		return ev.DataType == messages.DataSubmitted && ev.Outcome == messages.Success
+		return ev.DataType == oxytype.DataSubmitted && ev.Outcome == oxytype.Success
 	})
 	// The API goes on with the request of the dead submitter: the jobs of
 	// its batch are created and bill, and nobody will hear of their ids.
@@ -109,7 +109,7 @@ func TestSubmitterKilledInsideItsRequestLosesNoDocAndBillsNothingTwice(t *testin
 	}
 	c.verify(s.n, func(i int) expectation {
 		if stranded[i] {
-			return expectation{state: runlog.Unsubmitted}
+			return expectation{state: oxytype.Unsubmitted}
 		}
 		return s.expect(i)
 	}, s.url, false) // a late heartbeat (AckWait is 2 s) may legitimately redeliver
@@ -145,7 +145,7 @@ func TestWriterKilledMidWriteLosesNoFile(t *testing.T) {
 	t.Logf("%d docs: %s", s.n, c.events.outcomes(c.run, s.n))
 	by := func(name string) int {
 		return c.events.count(func(ev messages.StatusEvent) bool {
-			return ev.DataType == messages.DataWritten && ev.Outcome == messages.Success && ev.Origin.Name == name
+			return ev.DataType == oxytype.DataWritten && ev.Outcome == oxytype.Success && ev.Origin.Name == name
 		})
 	}
 	t.Logf("files written by writer-1: %d, by writer-2: %d", by("writer-1"), by("writer-2"))

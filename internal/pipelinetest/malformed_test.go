@@ -8,7 +8,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // malformed is one broken message and the hard failure it must become.
@@ -22,9 +22,9 @@ type malformed struct {
 	doc string
 	// dataType, consumer and state are the failure's; reason must be in its
 	// reason.
-	dataType messages.DataType
+	dataType oxytype.DataType
 	consumer topology.Stage
-	state    runlog.State
+	state    oxytype.State
 	reason   string
 }
 
@@ -33,22 +33,22 @@ const unknownJob = "7599999999999999999"
 
 func malformedMessages() []malformed {
 	payloadAt := func(doc string) malformed {
-		return malformed{subject: messages.PayloadSubject, doc: doc, dataType: messages.DataPayload,
-			consumer: topology.Submitter, state: runlog.Unsubmitted}
+		return malformed{subject: messages.PayloadSubject, doc: doc, dataType: oxytype.DataPayload,
+			consumer: topology.Submitter, state: oxytype.Unsubmitted}
 	}
-	submittedAt := func(doc string, state runlog.State) malformed {
-		return malformed{subject: messages.SubmittedSubject, doc: doc, dataType: messages.DataSubmitted,
+	submittedAt := func(doc string, state oxytype.State) malformed {
+		return malformed{subject: messages.SubmittedSubject, doc: doc, dataType: oxytype.DataSubmitted,
 			consumer: topology.Poller, state: state}
 	}
-	doneAt := func(doc string, state runlog.State) malformed {
-		return malformed{subject: messages.DoneSubject, doc: doc, dataType: messages.DataDone,
+	doneAt := func(doc string, state oxytype.State) malformed {
+		return malformed{subject: messages.DoneSubject, doc: doc, dataType: oxytype.DataDone,
 			consumer: topology.Writer, state: state}
 	}
 	with := func(m malformed, name, body, reason string) malformed {
 		m.name, m.body, m.reason = name, body, reason
 		return m
 	}
-	rejected := func(m malformed) malformed { m.state = runlog.Rejected; return m }
+	rejected := func(m malformed) malformed { m.state = oxytype.Rejected; return m }
 	return []malformed{
 		with(payloadAt(""), "payload: garbage bytes", "\x00\x01 not json {",
 			"invalid JSON"),
@@ -67,26 +67,26 @@ func malformedMessages() []malformed {
 		with(rejected(payloadAt("904")), "payload: a WSA body whose source is a number", `{"v":1,"run":"%[1]s","doc":"904","payload":{"source":7,"url":"https://example.com/"}}`,
 			"source"),
 
-		with(submittedAt("", runlog.Unsubmitted), "submitted: garbage bytes", "\xff\xfe garbage",
+		with(submittedAt("", oxytype.Unsubmitted), "submitted: garbage bytes", "\xff\xfe garbage",
 			"invalid JSON"),
-		with(submittedAt("910", runlog.Unsubmitted), "submitted: no api_job_id", `{"v":1,"run":"%[1]s","doc":"910","payload":{"source":"universal","url":"https://example.com/"}}`,
+		with(submittedAt("910", oxytype.Unsubmitted), "submitted: no api_job_id", `{"v":1,"run":"%[1]s","doc":"910","payload":{"source":"universal","url":"https://example.com/"}}`,
 			`missing "api_job_id"`),
-		with(submittedAt("911", runlog.Unfetched), "submitted: a payload that is not an object", `{"v":1,"run":"%[1]s","doc":"911","api_job_id":"`+unknownJob+`","payload":[1]}`,
+		with(submittedAt("911", oxytype.Unfetched), "submitted: a payload that is not an object", `{"v":1,"run":"%[1]s","doc":"911","api_job_id":"`+unknownJob+`","payload":[1]}`,
 			`"payload" must be a JSON object`),
-		with(submittedAt("912", runlog.Unfetched), "submitted: a job id that is not one", `{"v":1,"run":"%[1]s","doc":"912","api_job_id":"12; DROP TABLE","payload":{"source":"universal","url":"https://example.com/"}}`,
+		with(submittedAt("912", oxytype.Unfetched), "submitted: a job id that is not one", `{"v":1,"run":"%[1]s","doc":"912","api_job_id":"12; DROP TABLE","payload":{"source":"universal","url":"https://example.com/"}}`,
 			"is not a job id"),
-		with(submittedAt("913", runlog.Unfetched), "submitted: a time that is not one", `{"v":1,"run":"%[1]s","doc":"913","api_job_id":"`+unknownJob+`","payload":{"source":"universal","url":"https://example.com/"},"submitted_at":"yesterday"}`,
+		with(submittedAt("913", oxytype.Unfetched), "submitted: a time that is not one", `{"v":1,"run":"%[1]s","doc":"913","api_job_id":"`+unknownJob+`","payload":{"source":"universal","url":"https://example.com/"},"submitted_at":"yesterday"}`,
 			`parsing time "yesterday"`),
 
-		with(doneAt("", runlog.Unsubmitted), "done: garbage bytes", "{{{{",
+		with(doneAt("", oxytype.Unsubmitted), "done: garbage bytes", "{{{{",
 			"invalid JSON"),
-		with(doneAt("920", runlog.Unsubmitted), "done: no api_job_id", `{"v":1,"run":"%[1]s","doc":"920","status":"done","payload":{"source":"universal","url":"https://example.com/"}}`,
+		with(doneAt("920", oxytype.Unsubmitted), "done: no api_job_id", `{"v":1,"run":"%[1]s","doc":"920","status":"done","payload":{"source":"universal","url":"https://example.com/"}}`,
 			`missing "api_job_id"`),
-		with(doneAt("921", runlog.Unfetched), "done: a status that is not done", `{"v":1,"run":"%[1]s","doc":"921","api_job_id":"`+unknownJob+`","status":"pending","payload":{}}`,
+		with(doneAt("921", oxytype.Unfetched), "done: a status that is not done", `{"v":1,"run":"%[1]s","doc":"921","api_job_id":"`+unknownJob+`","status":"pending","payload":{}}`,
 			`"status" is "pending"`),
-		with(doneAt("922", runlog.Unfetched), "done: a job id that is not one", `{"v":1,"run":"%[1]s","doc":"922","api_job_id":"../../etc/passwd","status":"done","payload":{}}`,
+		with(doneAt("922", oxytype.Unfetched), "done: a job id that is not one", `{"v":1,"run":"%[1]s","doc":"922","api_job_id":"../../etc/passwd","status":"done","payload":{}}`,
 			"is not a job id"),
-		with(doneAt("", runlog.Unfetched), "done: a doc that is not a position", `{"v":1,"run":"%[1]s","doc":"x","api_job_id":"`+unknownJob+`","status":"done","payload":"x"}`,
+		with(doneAt("", oxytype.Unfetched), "done: a doc that is not a position", `{"v":1,"run":"%[1]s","doc":"x","api_job_id":"`+unknownJob+`","status":"done","payload":"x"}`,
 			"doc"),
 	}
 }
@@ -125,7 +125,7 @@ func TestMalformedMessagesOnEverySubjectAreOneHardFailureEachAndWorkGoesOn(t *te
 				t.Fatalf("doc %s has %d events, want one hard failure: %s", doc, len(evs), describe(evs))
 			}
 			ev := evs[0]
-			if ev.Outcome != messages.HardFailure || ev.State != c.state || ev.DataType != c.dataType ||
+			if ev.Outcome != oxytype.HardFailure || ev.State != c.state || ev.DataType != c.dataType ||
 				ev.Consumer.Type != string(c.consumer) {
 				t.Errorf("got %s, want a hard failure %s at %s by the %s", describe(evs), c.state, c.dataType, c.consumer)
 			}

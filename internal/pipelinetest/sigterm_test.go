@@ -14,8 +14,8 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
 // gracePeriod is the longest a worker binary may take to exit after
@@ -39,7 +39,7 @@ func TestSubmitterBinaryOnSIGTERMDrainsAndLeavesNothingHeld(t *testing.T) {
 	c.feed(s.bodies(), 0)
 	submitted := func() int {
 		return c.events.count(func(ev messages.StatusEvent) bool {
-			return ev.DataType == messages.DataSubmitted && ev.Outcome == messages.Success
+			return ev.DataType == oxytype.DataSubmitted && ev.Outcome == oxytype.Success
 		})
 	}
 	testutil.EventuallyExplain(t, 30*time.Second, func() bool { return submitted() >= 60 }, says("60 docs are submitted"))
@@ -80,11 +80,11 @@ func TestSubmitterBinaryOnSIGTERMDrainsAndLeavesNothingHeld(t *testing.T) {
 		// budget and meets 429s until it reads the API's headers).
 		var got []messages.StatusEvent
 		for _, ev := range evs {
-			if ev.DataType != messages.DataPayload || ev.Outcome == messages.HardFailure {
+			if ev.DataType != oxytype.DataPayload || ev.Outcome == oxytype.HardFailure {
 				got = append(got, ev)
 			}
 		}
-		if len(got) != 1 || got[0].DataType != messages.DataSubmitted || got[0].Outcome != messages.Success || got[0].APIJobID == "" {
+		if len(got) != 1 || got[0].DataType != oxytype.DataSubmitted || got[0].Outcome != oxytype.Success || got[0].APIJobID == "" {
 			t.Errorf("doc %d: want exactly one success at submitted with a job id and no hard failure, got %s", i, describe(got))
 		}
 	}
@@ -136,7 +136,7 @@ func TestWriterBinaryStuckInWritesOnSIGTERMExitsWithinItsGracePeriodAndLeavesNot
 	g.waitEntered(t, 30*time.Second, "the writer is fetching its 41st result")
 	written := func(name string) int {
 		return c.events.count(func(ev messages.StatusEvent) bool {
-			return ev.DataType == messages.DataWritten && ev.Outcome == messages.Success && ev.Origin.Name == name
+			return ev.DataType == oxytype.DataWritten && ev.Outcome == oxytype.Success && ev.Origin.Name == name
 		})
 	}
 	testutil.EventuallyExplain(t, 10*time.Second, func() bool { return written("writer-1") == 40 }, says("writer-1 wrote 40 files"))
@@ -152,7 +152,7 @@ func TestWriterBinaryStuckInWritesOnSIGTERMExitsWithinItsGracePeriodAndLeavesNot
 	if took > gracePeriod {
 		t.Errorf("took %v to exit after SIGTERM, more than the grace period of %v", took, gracePeriod)
 	}
-	if hard := c.events.count(func(ev messages.StatusEvent) bool { return ev.Outcome == messages.HardFailure }); hard != 0 {
+	if hard := c.events.count(func(ev messages.StatusEvent) bool { return ev.Outcome == oxytype.HardFailure }); hard != 0 {
 		t.Errorf("%d hard failures: a drain cut short is no failure of the jobs", hard)
 	}
 
@@ -171,7 +171,7 @@ func TestWriterBinaryStuckInWritesOnSIGTERMExitsWithinItsGracePeriodAndLeavesNot
 	if got := written("writer-2"); got != s.n-40 {
 		t.Errorf("writer-2 wrote %d files, want the %d writer-1 had not", got, s.n-40)
 	}
-	c.verify(s.n, func(int) expectation { return expectation{state: runlog.Done} }, s.url, true)
+	c.verify(s.n, func(int) expectation { return expectation{state: oxytype.Done} }, s.url, true)
 }
 
 // pending describes what a consumer holds.

@@ -13,6 +13,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/poller"
 	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/internal/submitter"
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/internal/writer"
 	"github.com/oxypipe/oxypipe/pkg/destination"
@@ -103,13 +104,14 @@ func newSubmitter(nc *nats.Conn, topo *topology.Topology, api *wsa.Client, insta
 }
 
 // newPoller returns a poller that checks at 100 ms steps up to 1 s, then
-// every 500 ms, and gives a job 30 s.
+// every 500 ms, and gives a job 30 s (2 minutes under the race detector: a
+// loaded machine's poller may not reach a done job's check in 30 s).
 func newPoller(nc *nats.Conn, api *wsa.Client, instance string, log *zap.Logger, o stageOptions) (*poller.Poller, error) {
 	return poller.New(poller.Config{
 		Stage:        runtime(nc, topology.Poller, instance, log, o),
 		API:          api,
 		Schedule:     poller.Schedule{First: 100 * time.Millisecond, Step: 100 * time.Millisecond, Until: time.Second, Interval: 500 * time.Millisecond},
-		PendingLimit: 30 * time.Second,
+		PendingLimit: testutil.Patient(30 * time.Second),
 		Retry:        retry.Policy{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond},
 	})
 }

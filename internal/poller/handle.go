@@ -13,8 +13,8 @@ import (
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -30,8 +30,8 @@ func (p *Poller) handle(ctx context.Context, m *stage.Msg) error {
 		return err // recorded by the runtime as a hard failure, terminated
 	}
 	if !wsa.ValidJobID(s.APIJobID) {
-		return stage.Hard(runlog.Unfetched, fmt.Sprintf("api job id %q is not a job id", redact.String(s.APIJobID)),
-			&runlog.ErrorInfo{Message: "invalid api job id"})
+		return stage.Hard(oxytype.Unfetched, fmt.Sprintf("api job id %q is not a job id", redact.String(s.APIJobID)),
+			&oxytype.ErrorInfo{Message: "invalid api job id"})
 	}
 	now := p.now()
 	submitted := s.SubmittedAt
@@ -71,7 +71,7 @@ func (p *Poller) handle(ctx context.Context, m *stage.Msg) error {
 	// Not a status the API has: an odd answer, retried like one.
 	p.met.checks.WithLabelValues(checkError).Inc()
 	err = fmt.Errorf("the API answered an unknown job status %q", redact.String(string(job.Status)))
-	return p.retry(m, s, elapsed, err, &runlog.ErrorInfo{Message: err.Error()})
+	return p.retry(m, s, elapsed, err, &oxytype.ErrorInfo{Message: err.Error()})
 }
 
 // pending waits for the next scheduled check, or gives up past the pending
@@ -80,11 +80,11 @@ func (p *Poller) pending(m *stage.Msg, s *messages.Submitted, elapsed time.Durat
 	limit := p.cfg.PendingLimit
 	if limit > 0 && elapsed >= limit {
 		msg := fmt.Sprintf("still pending after %s; stopped checking", formatDuration(limit))
-		return stage.Hard(runlog.Unfetched, fmt.Sprintf("job %s %s", s.APIJobID, msg), &runlog.ErrorInfo{Message: msg})
+		return stage.Hard(oxytype.Unfetched, fmt.Sprintf("job %s %s", s.APIJobID, msg), &oxytype.ErrorInfo{Message: msg})
 	}
 	if md := p.worker.Settings().MaxDeliver; md > 0 && m.NumDelivered() >= md {
 		msg := fmt.Sprintf("still pending after %s; stopped checking after %d deliveries", formatDuration(elapsed.Round(time.Second)), m.NumDelivered())
-		return stage.Hard(runlog.Unfetched, fmt.Sprintf("job %s %s", s.APIJobID, msg), &runlog.ErrorInfo{Message: msg})
+		return stage.Hard(oxytype.Unfetched, fmt.Sprintf("job %s %s", s.APIJobID, msg), &oxytype.ErrorInfo{Message: msg})
 	}
 	wait := p.cfg.Schedule.Next(elapsed) - elapsed
 	if limit > 0 {
@@ -97,9 +97,9 @@ func (p *Poller) pending(m *stage.Msg, s *messages.Submitted, elapsed time.Durat
 // whose payload names a storage_url and whose object has a "statuses" key
 // reports its upload shortly after it finished. No entry within the upload
 // wait (or the pending limit) is a failed upload.
-func (p *Poller) upload(s *messages.Submitted, job wsa.Job, elapsed time.Duration) (*runlog.Upload, time.Duration) {
+func (p *Poller) upload(s *messages.Submitted, job wsa.Job, elapsed time.Duration) (*oxytype.Upload, time.Duration) {
 	if u, ok := job.Upload(); ok {
-		return &runlog.Upload{Code: u.Code, Message: u.Message}, 0
+		return &oxytype.Upload{Code: u.Code, Message: u.Message}, 0
 	}
 	if p.cfg.UploadWait < 0 || !job.HasStatuses || job.UpdatedAt.IsZero() || !hasStorageURL(s.Payload) {
 		return nil, 0
@@ -113,13 +113,13 @@ func (p *Poller) upload(s *messages.Submitted, job wsa.Job, elapsed time.Duratio
 		// counts as failed (code 0: the API gave none).
 		p.log.Warn("no upload entry; recording the upload failed",
 			zap.String("api_job_id", s.APIJobID), zap.Duration("waited", p.cfg.UploadWait))
-		return &runlog.Upload{Message: fmt.Sprintf("no upload entry within %s after the job finished", formatDuration(p.cfg.UploadWait))}, 0
+		return &oxytype.Upload{Message: fmt.Sprintf("no upload entry within %s after the job finished", formatDuration(p.cfg.UploadWait))}, 0
 	}
 	return nil, max(min(p.cfg.Schedule.Next(elapsed)-elapsed, left), minWait)
 }
 
 // done publishes the job for the writer and records it done.
-func (p *Poller) done(m *stage.Msg, s *messages.Submitted, job wsa.Job, upload *runlog.Upload) error {
+func (p *Poller) done(m *stage.Msg, s *messages.Submitted, job wsa.Job, upload *oxytype.Upload) error {
 	now := p.now()
 	finished := job.UpdatedAt
 	if finished.IsZero() {
@@ -133,15 +133,15 @@ func (p *Poller) done(m *stage.Msg, s *messages.Submitted, job wsa.Job, upload *
 	}
 	return m.Record(&messages.StatusEvent{
 		Run: s.Run, Doc: s.Doc, Attempt: s.Attempt,
-		DataType: messages.DataDone, Outcome: messages.Success,
-		APIJobID: s.APIJobID, Payload: s.Payload, Upload: upload,
+		DataType: oxytype.DataDone, Outcome: oxytype.Success,
+		Facts: oxytype.Facts{APIJobID: s.APIJobID, Payload: s.Payload, Upload: upload},
 	})
 }
 
 // faulted records the job faulted, with its upload entry if it has one. The
 // run log's error is null for a faulted job; it is never resubmitted here.
-func (p *Poller) faulted(upload *runlog.Upload) error {
-	return &stage.HardError{State: runlog.Faulted, Reason: "faulted", Upload: upload}
+func (p *Poller) faulted(upload *oxytype.Upload) error {
+	return &stage.HardError{State: oxytype.Faulted, Reason: "faulted", Upload: upload}
 }
 
 // checkFailed decides what a failed status check means for the job.
@@ -152,7 +152,7 @@ func (p *Poller) checkFailed(ctx context.Context, m *stage.Msg, s *messages.Subm
 	case errors.Is(err, wsa.ErrNotFound):
 		p.met.checks.WithLabelValues(checkNotFound).Inc()
 		p.failures.clear(m.StreamSequence())
-		return &stage.HardError{State: runlog.Unfetched, Info: info, Cause: err,
+		return &stage.HardError{State: oxytype.Unfetched, Info: info, Cause: err,
 			Reason: fmt.Sprintf("stopped checking job %s, because the API returned %v", s.APIJobID, err)}
 	case class == wsa.Canceled && ctx.Err() != nil:
 		// Our own deadline or a drain, not the API's answer: try again
@@ -165,13 +165,13 @@ func (p *Poller) checkFailed(ctx context.Context, m *stage.Msg, s *messages.Subm
 	// 401, 403 and other refusals: asking again will not help.
 	p.met.checks.WithLabelValues(checkError).Inc()
 	p.failures.clear(m.StreamSequence())
-	return &stage.HardError{State: runlog.Unfetched, Info: info, Cause: err,
+	return &stage.HardError{State: oxytype.Unfetched, Info: info, Cause: err,
 		Reason: fmt.Sprintf("stopped checking job %s, because the API returned %v", s.APIJobID, err)}
 }
 
 // retry schedules another check after a transient failure, or gives up when
 // the retries are exhausted.
-func (p *Poller) retry(m *stage.Msg, s *messages.Submitted, elapsed time.Duration, err error, info *runlog.ErrorInfo) error {
+func (p *Poller) retry(m *stage.Msg, s *messages.Submitted, elapsed time.Duration, err error, info *oxytype.ErrorInfo) error {
 	now := p.now()
 	seq := m.StreamSequence()
 	first, count := p.failures.add(seq, now)
@@ -188,7 +188,7 @@ func (p *Poller) retry(m *stage.Msg, s *messages.Submitted, elapsed time.Duratio
 	}
 	if exhausted != "" {
 		p.failures.clear(seq)
-		return &stage.HardError{State: runlog.Unfetched, Info: info, Cause: err,
+		return &stage.HardError{State: oxytype.Unfetched, Info: info, Cause: err,
 			Reason: fmt.Sprintf("stopped checking job %s after %s: %v", s.APIJobID, exhausted, err)}
 	}
 	delay := max(p.cfg.Retry.Delay(count), minWait)
@@ -197,17 +197,17 @@ func (p *Poller) retry(m *stage.Msg, s *messages.Submitted, elapsed time.Duratio
 }
 
 // errorInfo is the run log's error for a failed call.
-func errorInfo(err error) *runlog.ErrorInfo {
+func errorInfo(err error) *oxytype.ErrorInfo {
 	var ae *wsa.APIError
 	if errors.As(err, &ae) {
-		info := &runlog.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
+		info := &oxytype.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
 		if ae.StatusCode != 0 {
 			code := ae.StatusCode
 			info.StatusCode = &code
 		}
 		return info
 	}
-	return &runlog.ErrorInfo{Message: redact.String(err.Error())}
+	return &oxytype.ErrorInfo{Message: redact.String(err.Error())}
 }
 
 // hasStorageURL reports whether a payload asks the API to upload its result

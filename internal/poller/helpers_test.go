@@ -19,6 +19,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/retry"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
@@ -26,7 +27,7 @@ import (
 
 const run = "20260929T170412.345Z"
 
-var submitter = messages.Actor{Type: "submitter", Name: "test"}
+var submitter = oxytype.Party{Type: "submitter", Name: "test"}
 
 // fastSchedule checks at 100 ms steps up to 1 s, then every 500 ms: the
 // default schedule at a tenth of its pace, for emulators at TimeScale 0.1.
@@ -190,7 +191,7 @@ func (f *fixture) final(doc string) []messages.StatusEvent {
 			return false
 		}
 		last := got[len(got)-1]
-		return last.Outcome == messages.HardFailure || last.Outcome == messages.Success
+		return last.Outcome == oxytype.HardFailure || last.Outcome == oxytype.Success
 	}, "doc %s reaches a final event", doc)
 	return got
 }

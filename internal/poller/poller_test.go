@@ -13,7 +13,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -31,7 +31,7 @@ func TestDoneJob(t *testing.T) {
 		t.Fatalf("events = %+v, want one success", evs)
 	}
 	ev := evs[0]
-	if ev.Outcome != messages.Success || ev.DataType != messages.DataDone || ev.APIJobID != s.APIJobID ||
+	if ev.Outcome != oxytype.Success || ev.DataType != oxytype.DataDone || ev.APIJobID != s.APIJobID ||
 		ev.Origin.Type != "poller" || ev.Run != run || ev.Upload != nil || string(ev.Payload) != string(s.Payload) {
 		t.Fatalf("event = %+v, want a success at done for job %s", ev, s.APIJobID)
 	}
@@ -67,7 +67,7 @@ func TestPendingJobIsCheckedOnItsSchedule(t *testing.T) {
 	if elapsed := time.Since(s.SubmittedAt); elapsed > 2*time.Second {
 		t.Errorf("done noticed after %v, want about 300ms", elapsed)
 	}
-	if len(evs) != 1 || evs[0].Outcome != messages.Success {
+	if len(evs) != 1 || evs[0].Outcome != oxytype.Success {
 		t.Fatalf("events = %+v, want one success and no soft failure", evs)
 	}
 	checks := f.statusRequests()
@@ -97,8 +97,8 @@ func TestFaultedJob(t *testing.T) {
 		t.Fatalf("events = %+v, want one hard failure", evs)
 	}
 	ev := evs[0]
-	want := messages.StatusEvent{Outcome: messages.HardFailure, State: runlog.Faulted, DataType: messages.DataSubmitted,
-		Reason: "faulted", APIJobID: s.APIJobID, Consumer: messages.Actor{Type: "poller", Name: "poller-test"}, Origin: submitter}
+	want := messages.StatusEvent{Outcome: oxytype.HardFailure, Facts: oxytype.Facts{State: oxytype.Faulted, APIJobID: s.APIJobID}, DataType: oxytype.DataSubmitted,
+		Reason: "faulted", Consumer: oxytype.Party{Type: "poller", Name: "poller-test"}, Origin: submitter}
 	if ev.Outcome != want.Outcome || ev.State != want.State || ev.DataType != want.DataType || ev.Reason != want.Reason ||
 		ev.APIJobID != want.APIJobID || ev.Error != nil || ev.Consumer != want.Consumer || ev.Origin != want.Origin {
 		t.Fatalf("event = %+v, want %+v with no error", ev, want)
@@ -127,7 +127,7 @@ func TestNotFoundOnStatus(t *testing.T) {
 			t.Fatalf("doc %s: events = %+v, want one hard failure", doc, evs)
 		}
 		ev := evs[0]
-		if ev.Outcome != messages.HardFailure || ev.State != runlog.Unfetched || ev.APIJobID != id || ev.Error == nil {
+		if ev.Outcome != oxytype.HardFailure || ev.State != oxytype.Unfetched || ev.APIJobID != id || ev.Error == nil {
 			t.Fatalf("doc %s: event = %+v, want unfetched with an error", doc, ev)
 		}
 		if ev.Error.StatusCode == nil || *ev.Error.StatusCode != 404 || ev.Error.Message != "Query not found." || !traceID.MatchString(ev.Error.TraceID) {
@@ -154,8 +154,8 @@ func TestPendingLimit(t *testing.T) {
 		t.Fatalf("events = %+v, want one hard failure", evs)
 	}
 	ev := evs[0]
-	wantErr := runlog.ErrorInfo{Message: "still pending after 350ms; stopped checking"}
-	if ev.Outcome != messages.HardFailure || ev.State != runlog.Unfetched || ev.APIJobID != s.APIJobID ||
+	wantErr := oxytype.ErrorInfo{Message: "still pending after 350ms; stopped checking"}
+	if ev.Outcome != oxytype.HardFailure || ev.State != oxytype.Unfetched || ev.APIJobID != s.APIJobID ||
 		ev.Error == nil || !reflect.DeepEqual(*ev.Error, wantErr) {
 		t.Fatalf("event = %+v (error %+v), want unfetched with %+v", ev, ev.Error, wantErr)
 	}
@@ -180,12 +180,12 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 		t.Fatalf("events = %+v, want two soft failures and a success", evs)
 	}
 	for i, ev := range evs[:2] {
-		if ev.Outcome != messages.SoftFailure || ev.DataType != messages.DataSubmitted || ev.Error == nil ||
+		if ev.Outcome != oxytype.SoftFailure || ev.DataType != oxytype.DataSubmitted || ev.Error == nil ||
 			ev.Error.StatusCode == nil || *ev.Error.StatusCode != 500 || !traceID.MatchString(ev.Error.TraceID) {
 			t.Fatalf("event %d = %+v (error %+v), want a soft failure with the 500", i, ev, ev.Error)
 		}
 	}
-	if last := evs[2]; last.Outcome != messages.Success || last.DataType != messages.DataDone || last.APIJobID != s.APIJobID {
+	if last := evs[2]; last.Outcome != oxytype.Success || last.DataType != oxytype.DataDone || last.APIJobID != s.APIJobID {
 		t.Fatalf("last event = %+v, want a success at done", last)
 	}
 	if n := len(f.dones()); n != 1 {
@@ -206,7 +206,7 @@ func TestExhaustedRetriesKeepTheLastError(t *testing.T) {
 		t.Fatalf("events = %+v, want two soft failures and a hard one", evs)
 	}
 	last := evs[2]
-	if last.Outcome != messages.HardFailure || last.State != runlog.Unfetched || last.APIJobID != s.APIJobID || last.Error == nil {
+	if last.Outcome != oxytype.HardFailure || last.State != oxytype.Unfetched || last.APIJobID != s.APIJobID || last.Error == nil {
 		t.Fatalf("last event = %+v, want unfetched", last)
 	}
 	if last.Error.StatusCode == nil || *last.Error.StatusCode != 503 || last.Error.Message != "Service Unavailable" ||
@@ -234,7 +234,7 @@ func TestUnauthorizedCheckStopsTheJob(t *testing.T) {
 		t.Fatalf("events = %+v, want one hard failure", evs)
 	}
 	ev := evs[0]
-	if ev.Outcome != messages.HardFailure || ev.State != runlog.Unfetched || ev.APIJobID != s.APIJobID ||
+	if ev.Outcome != oxytype.HardFailure || ev.State != oxytype.Unfetched || ev.APIJobID != s.APIJobID ||
 		ev.Error == nil || ev.Error.StatusCode == nil || *ev.Error.StatusCode != 401 {
 		t.Fatalf("event = %+v (error %+v), want unfetched with the 401", ev, ev.Error)
 	}
@@ -260,13 +260,13 @@ func TestMalformedMessagesDoNotStopThePoller(t *testing.T) {
 	}
 	s := f.submit(0, urlPayload("products/5"))
 
-	if evs := f.final("0"); evs[len(evs)-1].Outcome != messages.Success || evs[len(evs)-1].APIJobID != s.APIJobID {
+	if evs := f.final("0"); evs[len(evs)-1].Outcome != oxytype.Success || evs[len(evs)-1].APIJobID != s.APIJobID {
 		t.Fatalf("the good job after the bad messages: %+v", evs)
 	}
 	testutil.Eventuallyf(t, 5*time.Second, func() bool {
 		hard := 0
 		for _, ev := range f.events() {
-			if ev.Outcome == messages.HardFailure {
+			if ev.Outcome == oxytype.HardFailure {
 				hard++
 			}
 		}
@@ -274,13 +274,13 @@ func TestMalformedMessagesDoNotStopThePoller(t *testing.T) {
 	}, "the three malformed messages are recorded as hard failures")
 	for _, ev := range f.events() {
 		switch {
-		case ev.Outcome != messages.HardFailure:
+		case ev.Outcome != oxytype.HardFailure:
 		case ev.Doc == "7":
-			if ev.State != runlog.Unsubmitted || !strings.Contains(ev.Reason, `missing "api_job_id"`) {
+			if ev.State != oxytype.Unsubmitted || !strings.Contains(ev.Reason, `missing "api_job_id"`) {
 				t.Errorf("doc 7: %+v", ev)
 			}
 		case ev.Doc == "8":
-			if ev.State != runlog.Unfetched || ev.Error == nil || ev.Error.Message != "invalid api job id" {
+			if ev.State != oxytype.Unfetched || ev.Error == nil || ev.Error.Message != "invalid api job id" {
 				t.Errorf("doc 8: %+v", ev)
 			}
 		case messages.IsUnknownDocID(ev.Doc):
@@ -314,12 +314,12 @@ func TestUploadEntryIsCarried(t *testing.T) {
 
 	cases := []struct {
 		s       *messages.Submitted
-		outcome messages.Outcome
-		upload  runlog.Upload
+		outcome oxytype.Outcome
+		upload  oxytype.Upload
 	}{
-		{ok, messages.Success, runlog.Upload{Code: 13000, Message: "Upload Successful"}},
-		{faulted, messages.HardFailure, runlog.Upload{Code: 13000, Message: "Upload Successful"}},
-		{denied, messages.Success, runlog.Upload{Code: 13103, Message: "Access Denied"}},
+		{ok, oxytype.Success, oxytype.Upload{Code: 13000, Message: "Upload Successful"}},
+		{faulted, oxytype.HardFailure, oxytype.Upload{Code: 13000, Message: "Upload Successful"}},
+		{denied, oxytype.Success, oxytype.Upload{Code: 13103, Message: "Access Denied"}},
 	}
 	for _, c := range cases {
 		evs := f.final(c.s.Doc)
@@ -330,8 +330,8 @@ func TestUploadEntryIsCarried(t *testing.T) {
 		if ev.Outcome != c.outcome || ev.APIJobID != c.s.APIJobID || ev.Upload == nil || *ev.Upload != c.upload {
 			t.Fatalf("doc %s: event = %+v (upload %+v), want %s with %+v", c.s.Doc, ev, ev.Upload, c.outcome, c.upload)
 		}
-		if c.outcome == messages.HardFailure && (ev.State != runlog.Faulted || ev.Error != nil || ev.Reason != "faulted" ||
-			ev.Consumer.Type != "poller" || ev.Origin != submitter || ev.DataType != messages.DataSubmitted) {
+		if c.outcome == oxytype.HardFailure && (ev.State != oxytype.Faulted || ev.Error != nil || ev.Reason != "faulted" ||
+			ev.Consumer.Type != "poller" || ev.Origin != submitter || ev.DataType != oxytype.DataSubmitted) {
 			t.Fatalf("doc %s: faulted event = %+v", c.s.Doc, ev)
 		}
 	}
@@ -352,8 +352,8 @@ func TestNoUploadEntryInTimeIsAFailedUpload(t *testing.T) {
 	if len(evs) != 1 {
 		t.Fatalf("events = %+v, want one", evs)
 	}
-	want := runlog.Upload{Code: 0, Message: "no upload entry within 500ms after the job finished"}
-	if ev := evs[0]; ev.Outcome != messages.Success || ev.Upload == nil || *ev.Upload != want {
+	want := oxytype.Upload{Code: 0, Message: "no upload entry within 500ms after the job finished"}
+	if ev := evs[0]; ev.Outcome != oxytype.Success || ev.Upload == nil || *ev.Upload != want {
 		t.Fatalf("event = %+v (upload %+v), want a success with %+v", ev, ev.Upload, want)
 	}
 }

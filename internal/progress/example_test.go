@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/internal/progress"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 func ExampleProgress_String() {
@@ -21,9 +21,9 @@ func ExampleProgress_String() {
 func ExampleWriteReport() {
 	notFound := 404
 	problems := []progress.Job{
-		{Doc: 0, ID: "7500000000000000001", Status: runlog.Unfetched, Source: "universal", Input: "https://sandbox.oxylabs.io/products/1",
-			Error: &runlog.ErrorInfo{StatusCode: &notFound, Message: "Not Found", TraceID: "00000001-000000000000000000000000"}},
-		{Doc: 1, ID: "7500000000000000002", Status: runlog.Faulted, Source: "universal", Input: "https://sandbox.oxylabs.io/products/2"},
+		{Doc: 0, ID: "7500000000000000001", Status: oxytype.Unfetched, Source: "universal", Input: "https://sandbox.oxylabs.io/products/1",
+			Error: &oxytype.ErrorInfo{StatusCode: &notFound, Message: "Not Found", TraceID: "00000001-000000000000000000000000"}},
+		{Doc: 1, ID: "7500000000000000002", Status: oxytype.Faulted, Source: "universal", Input: "https://sandbox.oxylabs.io/products/2"},
 	}
 	err := progress.NewIncompleteRunError(problems, nil, false)
 	_ = progress.WriteReport(os.Stdout, problems, err)

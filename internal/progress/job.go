@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
 // Job is one payload of a run that reached its final outcome. A watcher
@@ -21,7 +21,7 @@ type Job struct {
 	ID string
 	// Status is the run-log state: done, faulted, rejected, unsubmitted or
 	// unfetched.
-	Status runlog.State
+	Status oxytype.State
 	// Source and Input are the payload's source and input value (its url,
 	// query, …), for messages such as "universal https://…".
 	Source string
@@ -34,15 +34,15 @@ type Job struct {
 	File string
 	// Error is the error behind a rejected, unsubmitted or unfetched
 	// payload (nil for done and faulted jobs), as the run log prints it.
-	Error *runlog.ErrorInfo
+	Error *oxytype.ErrorInfo
 	// Reason is the stage's one-line explanation of a failure.
 	Reason string
 	// Stage is the data type at which the doc failed (payload: the
 	// submitter, submitted: the poller, done: the writer); "" for a done job.
-	Stage messages.DataType
+	Stage oxytype.DataType
 	// Upload is the job's cloud-storage upload entry, when the API
 	// reported one.
-	Upload *runlog.Upload
+	Upload *oxytype.Upload
 }
 
 // ParsePayload returns the job's payload as a payload.Payload, ready to be
@@ -72,14 +72,14 @@ func (j Job) Describe() string {
 // null when there is none, file is left out unless the job was written.
 func (j Job) MarshalJSON() ([]byte, error) {
 	type out struct {
-		Doc    int               `json:"doc"`
-		ID     *string           `json:"id"`
-		Status runlog.State      `json:"status"`
-		Source string            `json:"source"`
-		Input  string            `json:"input"`
-		File   string            `json:"file,omitempty"`
-		Error  *runlog.ErrorInfo `json:"error"`
-		Upload *runlog.Upload    `json:"upload,omitempty"`
+		Doc    int                `json:"doc"`
+		ID     *string            `json:"id"`
+		Status oxytype.State      `json:"status"`
+		Source string             `json:"source"`
+		Input  string             `json:"input"`
+		File   string             `json:"file,omitempty"`
+		Error  *oxytype.ErrorInfo `json:"error"`
+		Upload *oxytype.Upload    `json:"upload,omitempty"`
 	}
 	o := out{Doc: j.Doc, Status: j.Status, Source: j.Source, Input: j.Input, File: j.File, Error: j.Error, Upload: j.Upload}
 	if j.ID != "" {

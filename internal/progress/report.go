@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // IncompleteRunError says a run ended with payloads that were rejected,
@@ -37,11 +37,11 @@ func NewIncompleteRunError(problems []Job, cause error, allDone bool) *Incomplet
 	e := &IncompleteRunError{Cause: cause}
 	for _, j := range problems {
 		switch j.Status {
-		case runlog.Rejected:
+		case oxytype.Rejected:
 			e.Rejections = append(e.Rejections, j)
-		case runlog.Unsubmitted:
+		case oxytype.Unsubmitted:
 			e.Unsubmitted = append(e.Unsubmitted, j)
-		case runlog.Unfetched:
+		case oxytype.Unfetched:
 			e.Unfetched = append(e.Unfetched, j)
 		}
 	}
@@ -129,17 +129,17 @@ func ReportLines(problems []Job) []string {
 	byCause := map[string]*group{}
 	for _, j := range sorted {
 		switch j.Status {
-		case runlog.Faulted:
+		case oxytype.Faulted:
 			lines = append(lines, fmt.Sprintf("Job %s faulted: %s", j.ID, j.Describe()))
-		case runlog.Rejected:
+		case oxytype.Rejected:
 			lines = append(lines, fmt.Sprintf("Rejected %s: %s", j.Describe(), errorText(j)))
-		case runlog.Unfetched:
+		case oxytype.Unfetched:
 			verb := "Stopped checking"
-			if j.Stage == messages.DataDone {
+			if j.Stage == oxytype.DataDone {
 				verb = "Could not write"
 			}
 			lines = append(lines, fmt.Sprintf("%s job %s, because %s: %s", verb, j.ID, because(j), j.Describe()))
-		case runlog.Unsubmitted:
+		case oxytype.Unsubmitted:
 			c := because(j)
 			marked := j.Error != nil && j.Error.MayHaveBilled
 			key := fmt.Sprintf("%t %s", marked, c)

@@ -2,8 +2,8 @@ package progress
 
 import (
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
 // stage is where a doc stands, in pipeline order; a success only ever moves
@@ -20,7 +20,7 @@ const (
 
 type doc struct {
 	stage    stage
-	final    runlog.State
+	final    oxytype.State
 	upload   uint8 // 0 none, 1 uploaded, 2 failed
 	apiJobID string
 	// payload is the redacted body, kept until the doc finishes.
@@ -33,10 +33,10 @@ type doc struct {
 type Tracker struct {
 	total       int
 	destination string
-	final       messages.DataType
+	final       oxytype.DataType
 	docs        []doc
 	byStage     [stageFinal]int
-	byFinal     map[runlog.State]int
+	byFinal     map[oxytype.State]int
 	written     int
 	uploaded    int
 	unuploaded  int
@@ -51,7 +51,7 @@ type Tracker struct {
 func NewTracker(ann messages.RunAnnounced) *Tracker {
 	final := ann.FinalDataType
 	if final == "" {
-		final = messages.FinalDataType
+		final = oxytype.FinalDataType
 	}
 	total := max(ann.Total, 0)
 	t := &Tracker{
@@ -59,7 +59,7 @@ func NewTracker(ann messages.RunAnnounced) *Tracker {
 		destination: ann.Destination,
 		final:       final,
 		docs:        make([]doc, total),
-		byFinal:     map[runlog.State]int{},
+		byFinal:     map[oxytype.State]int{},
 	}
 	t.byStage[stageNew] = total
 	return t
@@ -76,7 +76,7 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 		return Job{}, false
 	}
 	d := &t.docs[pos]
-	if ev.Outcome == messages.SoftFailure {
+	if ev.Outcome == oxytype.SoftFailure {
 		t.retries++
 		return Job{}, false
 	}
@@ -99,25 +99,25 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 		}
 	}
 	switch ev.Outcome {
-	case messages.Success:
-		if ev.DataType == messages.DataWritten {
+	case oxytype.Success:
+		if ev.DataType == oxytype.DataWritten {
 			t.written++
 		}
 		if ev.DataType == t.final {
-			return t.finish(pos, ev, runlog.Done), true
+			return t.finish(pos, ev, oxytype.Done), true
 		}
 		switch ev.DataType {
-		case messages.DataPayload:
+		case oxytype.DataPayload:
 			t.advance(d, stageFed)
-		case messages.DataSubmitted:
+		case oxytype.DataSubmitted:
 			t.advance(d, stagePending)
-		case messages.DataDone:
+		case oxytype.DataDone:
 			t.advance(d, stageDone)
 		}
 		return Job{}, false
-	case messages.HardFailure:
+	case oxytype.HardFailure:
 		state := ev.State
-		if !state.Valid() || state == runlog.Done {
+		if !state.Valid() || state == oxytype.Done {
 			state = messages.FailureState(d.apiJobID)
 		}
 		return t.finish(pos, ev, state), true
@@ -134,7 +134,7 @@ func (t *Tracker) advance(d *doc, to stage) {
 	d.stage = to
 }
 
-func (t *Tracker) finish(pos int, ev *messages.StatusEvent, state runlog.State) Job {
+func (t *Tracker) finish(pos int, ev *messages.StatusEvent, state oxytype.State) Job {
 	d := &t.docs[pos]
 	t.byStage[d.stage]--
 	d.stage = stageFinal
@@ -153,11 +153,11 @@ func (t *Tracker) finish(pos int, ev *messages.StatusEvent, state runlog.State) 
 		j.Upload = ev.Upload
 	}
 	switch state {
-	case runlog.Done:
-		if ev.DataType == messages.DataWritten && j.ID != "" {
+	case oxytype.Done:
+		if ev.DataType == oxytype.DataWritten && j.ID != "" {
 			j.File = ResultFile(t.destination, j.ID)
 		}
-	case runlog.Faulted:
+	case oxytype.Faulted:
 		j.Stage = ev.DataType
 		j.Reason = ev.Reason
 	default:
@@ -165,10 +165,10 @@ func (t *Tracker) finish(pos int, ev *messages.StatusEvent, state runlog.State) 
 		j.Reason = ev.Reason
 		j.Error = ev.Error
 		if j.Error == nil {
-			j.Error = &runlog.ErrorInfo{Message: ev.Reason}
+			j.Error = &oxytype.ErrorInfo{Message: ev.Reason}
 		}
 	}
-	if state != runlog.Done {
+	if state != oxytype.Done {
 		t.problems = append(t.problems, j)
 	}
 	return j
@@ -179,10 +179,10 @@ func (t *Tracker) Progress() Progress {
 	p := Progress{
 		Payloads:   t.total,
 		Pending:    t.byStage[stagePending],
-		Done:       t.byStage[stageDone] + t.byFinal[runlog.Done],
-		Faulted:    t.byFinal[runlog.Faulted],
-		Rejected:   t.byFinal[runlog.Rejected],
-		Unfetched:  t.byFinal[runlog.Unfetched],
+		Done:       t.byStage[stageDone] + t.byFinal[oxytype.Done],
+		Faulted:    t.byFinal[oxytype.Faulted],
+		Rejected:   t.byFinal[oxytype.Rejected],
+		Unfetched:  t.byFinal[oxytype.Unfetched],
 		Written:    t.written,
 		Uploaded:   t.uploaded,
 		Unuploaded: t.unuploaded,

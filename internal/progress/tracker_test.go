@@ -9,7 +9,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/progress"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 const run = "20260929T170412.345Z"
@@ -18,16 +18,16 @@ func product(n int) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"source":"universal","url":"https://sandbox.oxylabs.io/products/%d"}`, n))
 }
 
-func success(doc int, dt messages.DataType, id string) *messages.StatusEvent {
-	ev := &messages.StatusEvent{Run: run, Doc: messages.DocID(doc), DataType: dt, Outcome: messages.Success, APIJobID: id}
-	if dt == messages.DataPayload {
+func success(doc int, dt oxytype.DataType, id string) *messages.StatusEvent {
+	ev := &messages.StatusEvent{Run: run, Doc: messages.DocID(doc), DataType: dt, Outcome: oxytype.Success, Facts: oxytype.Facts{APIJobID: id}}
+	if dt == oxytype.DataPayload {
 		ev.Payload = product(doc + 1)
 	}
 	return ev
 }
 
-func hard(doc int, dt messages.DataType, state runlog.State, id string, info *runlog.ErrorInfo, reason string) *messages.StatusEvent {
-	return &messages.StatusEvent{Run: run, Doc: messages.DocID(doc), DataType: dt, Outcome: messages.HardFailure, State: state, APIJobID: id, Error: info, Reason: reason}
+func hard(doc int, dt oxytype.DataType, state oxytype.State, id string, info *oxytype.ErrorInfo, reason string) *messages.StatusEvent {
+	return &messages.StatusEvent{Run: run, Doc: messages.DocID(doc), DataType: dt, Outcome: oxytype.HardFailure, Facts: oxytype.Facts{State: state, APIJobID: id, Error: info}, Reason: reason}
 }
 
 func code(n int) *int { return &n }
@@ -44,26 +44,26 @@ func seedRun(t *testing.T) (*progress.Tracker, []progress.Job) {
 		}
 	}
 	for d := range 3 {
-		apply(success(d, messages.DataPayload, ""))
+		apply(success(d, oxytype.DataPayload, ""))
 	}
 	if got := tr.Progress().String(); got != "0/3 done, 3 unsubmitted, 0ms" {
 		t.Fatalf("after feeding: %q", got)
 	}
-	apply(success(0, messages.DataSubmitted, "7500000000000000001"))
-	apply(success(1, messages.DataSubmitted, "7500000000000000002"))
-	apply(success(2, messages.DataSubmitted, "7500000000000000003"))
-	apply(&messages.StatusEvent{Run: run, Doc: "2", DataType: messages.DataSubmitted, Outcome: messages.SoftFailure, Reason: "500 Internal Server Error"})
+	apply(success(0, oxytype.DataSubmitted, "7500000000000000001"))
+	apply(success(1, oxytype.DataSubmitted, "7500000000000000002"))
+	apply(success(2, oxytype.DataSubmitted, "7500000000000000003"))
+	apply(&messages.StatusEvent{Run: run, Doc: "2", DataType: oxytype.DataSubmitted, Outcome: oxytype.SoftFailure, Reason: "500 Internal Server Error"})
 	if got := tr.Progress().String(); got != "0/3 done, 3 pending, 1 retry, 0ms" {
 		t.Fatalf("after submitting: %q", got)
 	}
-	apply(hard(0, messages.DataSubmitted, runlog.Unfetched, "7500000000000000001",
-		&runlog.ErrorInfo{StatusCode: code(404), Message: "Not Found", TraceID: "00000001-000000000000000000000000"}, "404 Not Found"))
-	apply(hard(1, messages.DataSubmitted, runlog.Faulted, "7500000000000000002", nil, "the job faulted"))
-	apply(success(2, messages.DataDone, "7500000000000000003"))
+	apply(hard(0, oxytype.DataSubmitted, oxytype.Unfetched, "7500000000000000001",
+		&oxytype.ErrorInfo{StatusCode: code(404), Message: "Not Found", TraceID: "00000001-000000000000000000000000"}, "404 Not Found"))
+	apply(hard(1, oxytype.DataSubmitted, oxytype.Faulted, "7500000000000000002", nil, "the job faulted"))
+	apply(success(2, oxytype.DataDone, "7500000000000000003"))
 	if got := tr.Progress().String(); got != "1/3 done, 1 faulted, 1 unfetched, 1 retry, 0ms" {
 		t.Fatalf("after the checks: %q", got)
 	}
-	apply(success(2, messages.DataWritten, "7500000000000000003"))
+	apply(success(2, oxytype.DataWritten, "7500000000000000003"))
 	return tr, finished
 }
 
@@ -101,26 +101,26 @@ func TestTrackerFollowsTheSeedRun(t *testing.T) {
 func TestTrackerNeverMovesADocBack(t *testing.T) {
 	t.Parallel()
 	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 2, Destination: "s3://bucket/out/"})
-	tr.Apply(success(0, messages.DataDone, "7500000000000000001"))
-	tr.Apply(success(0, messages.DataPayload, ""))                      // late
-	tr.Apply(success(0, messages.DataSubmitted, "7500000000000000001")) // late
+	tr.Apply(success(0, oxytype.DataDone, "7500000000000000001"))
+	tr.Apply(success(0, oxytype.DataPayload, ""))                      // late
+	tr.Apply(success(0, oxytype.DataSubmitted, "7500000000000000001")) // late
 	if got := tr.Progress(); got.Done != 1 || got.Pending != 0 || got.Unsubmitted != 1 {
 		t.Fatalf("progress = %+v", got)
 	}
-	j, ok := tr.Apply(success(0, messages.DataWritten, "7500000000000000001"))
+	j, ok := tr.Apply(success(0, oxytype.DataWritten, "7500000000000000001"))
 	if !ok || j.File != "s3://bucket/out/7500000000000000001.json" || j.Payload == nil {
 		t.Fatalf("written: %v %+v", ok, j)
 	}
-	if _, ok := tr.Apply(success(0, messages.DataWritten, "7500000000000000001")); ok {
+	if _, ok := tr.Apply(success(0, oxytype.DataWritten, "7500000000000000001")); ok {
 		t.Error("a doc finished twice")
 	}
-	if _, ok := tr.Apply(hard(0, messages.DataDone, runlog.Unfetched, "7500000000000000001", nil, "late")); ok {
+	if _, ok := tr.Apply(hard(0, oxytype.DataDone, oxytype.Unfetched, "7500000000000000001", nil, "late")); ok {
 		t.Error("a hard failure after the doc finished finished it again")
 	}
-	if _, ok := tr.Apply(success(7, messages.DataPayload, "")); ok {
+	if _, ok := tr.Apply(success(7, oxytype.DataPayload, "")); ok {
 		t.Error("a doc beyond the total finished")
 	}
-	tr.Apply(&messages.StatusEvent{Run: run, Doc: messages.UnknownDocID("OXY_PAYLOADS", 4), DataType: messages.DataPayload, Outcome: messages.HardFailure})
+	tr.Apply(&messages.StatusEvent{Run: run, Doc: messages.UnknownDocID("OXY_PAYLOADS", 4), DataType: oxytype.DataPayload, Outcome: oxytype.HardFailure})
 	if tr.Ignored() != 2 {
 		t.Errorf("Ignored() = %d, want 2", tr.Ignored())
 	}
@@ -132,11 +132,11 @@ func TestTrackerNeverMovesADocBack(t *testing.T) {
 func TestTrackerWriterFailureTurnsDoneIntoUnfetched(t *testing.T) {
 	t.Parallel()
 	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 1, Destination: "results"})
-	tr.Apply(success(0, messages.DataPayload, ""))
-	tr.Apply(success(0, messages.DataSubmitted, "7500000000000000001"))
-	tr.Apply(success(0, messages.DataDone, "7500000000000000001"))
-	j, ok := tr.Apply(hard(0, messages.DataDone, "", "", nil, "put results/7500000000000000001.json: access denied"))
-	if !ok || j.Status != runlog.Unfetched || j.ID != "7500000000000000001" || j.Error == nil || j.Error.StatusCode != nil {
+	tr.Apply(success(0, oxytype.DataPayload, ""))
+	tr.Apply(success(0, oxytype.DataSubmitted, "7500000000000000001"))
+	tr.Apply(success(0, oxytype.DataDone, "7500000000000000001"))
+	j, ok := tr.Apply(hard(0, oxytype.DataDone, "", "", nil, "put results/7500000000000000001.json: access denied"))
+	if !ok || j.Status != oxytype.Unfetched || j.ID != "7500000000000000001" || j.Error == nil || j.Error.StatusCode != nil {
 		t.Fatalf("job = %v %+v", ok, j)
 	}
 	if got := tr.Progress().String(); got != "0/1 done, 1 unfetched, 0ms" {
@@ -151,11 +151,11 @@ func TestTrackerWriterFailureTurnsDoneIntoUnfetched(t *testing.T) {
 func TestTrackerCountsUploads(t *testing.T) {
 	t.Parallel()
 	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 2})
-	ev := success(0, messages.DataDone, "1")
-	ev.Upload = &runlog.Upload{Code: 13000, Message: "ok"}
+	ev := success(0, oxytype.DataDone, "1")
+	ev.Upload = &oxytype.Upload{Code: 13000, Message: "ok"}
 	tr.Apply(ev)
-	ev = hard(1, messages.DataSubmitted, runlog.Faulted, "2", nil, "")
-	ev.Upload = &runlog.Upload{Code: 10001, Message: "exists"}
+	ev = hard(1, oxytype.DataSubmitted, oxytype.Faulted, "2", nil, "")
+	ev.Upload = &oxytype.Upload{Code: 10001, Message: "exists"}
 	j, _ := tr.Apply(ev)
 	if j.Upload == nil || j.Upload.Code != 10001 {
 		t.Errorf("upload of the faulted job = %+v", j.Upload)
@@ -193,21 +193,21 @@ func TestReportLinesForEveryProblem(t *testing.T) {
 	t.Parallel()
 	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 10})
 	for d := range 10 {
-		tr.Apply(success(d, messages.DataPayload, ""))
+		tr.Apply(success(d, oxytype.DataPayload, ""))
 	}
 	full := "Stopped submitting, because a write to the destination failed: no space left on device"
-	tr.Apply(hard(9, messages.DataPayload, runlog.Unsubmitted, "", &runlog.ErrorInfo{Message: full}, full))
-	stopped := &runlog.ErrorInfo{Message: "the run was stopped"}
-	unknown := &runlog.ErrorInfo{StatusCode: code(500), Message: "Internal Server Error; " + runlog.MayHaveBilled, MayHaveBilled: true}
-	tr.Apply(hard(8, messages.DataPayload, runlog.Unsubmitted, "", unknown, "500"))
-	tr.Apply(hard(7, messages.DataPayload, runlog.Unsubmitted, "", unknown, "500"))
-	tr.Apply(hard(6, messages.DataPayload, runlog.Unsubmitted, "", stopped, "the run was stopped"))
-	tr.Apply(hard(5, messages.DataPayload, runlog.Unsubmitted, "", stopped, "the run was stopped"))
-	tr.Apply(hard(4, messages.DataPayload, runlog.Unsubmitted, "", &runlog.ErrorInfo{StatusCode: code(403), Message: "Forbidden"}, "403 Forbidden"))
-	tr.Apply(hard(3, messages.DataPayload, runlog.Rejected, "", &runlog.ErrorInfo{StatusCode: code(400), Message: "The hostname cannot be an ip address.", TraceID: "x"}, ""))
-	tr.Apply(hard(2, messages.DataPayload, runlog.Rejected, "", &runlog.ErrorInfo{Message: "Parameter `url` has invalid top level domain format."}, ""))
-	tr.Apply(hard(1, messages.DataSubmitted, runlog.Unfetched, "7500000000000000002", nil, "still pending after 1h0m0s; stopped checking"))
-	tr.Apply(hard(0, messages.DataSubmitted, runlog.Faulted, "7500000000000000001", nil, ""))
+	tr.Apply(hard(9, oxytype.DataPayload, oxytype.Unsubmitted, "", &oxytype.ErrorInfo{Message: full}, full))
+	stopped := &oxytype.ErrorInfo{Message: "the run was stopped"}
+	unknown := &oxytype.ErrorInfo{StatusCode: code(500), Message: "Internal Server Error; " + oxytype.MayHaveBilledText, MayHaveBilled: true}
+	tr.Apply(hard(8, oxytype.DataPayload, oxytype.Unsubmitted, "", unknown, "500"))
+	tr.Apply(hard(7, oxytype.DataPayload, oxytype.Unsubmitted, "", unknown, "500"))
+	tr.Apply(hard(6, oxytype.DataPayload, oxytype.Unsubmitted, "", stopped, "the run was stopped"))
+	tr.Apply(hard(5, oxytype.DataPayload, oxytype.Unsubmitted, "", stopped, "the run was stopped"))
+	tr.Apply(hard(4, oxytype.DataPayload, oxytype.Unsubmitted, "", &oxytype.ErrorInfo{StatusCode: code(403), Message: "Forbidden"}, "403 Forbidden"))
+	tr.Apply(hard(3, oxytype.DataPayload, oxytype.Rejected, "", &oxytype.ErrorInfo{StatusCode: code(400), Message: "The hostname cannot be an ip address.", TraceID: "x"}, ""))
+	tr.Apply(hard(2, oxytype.DataPayload, oxytype.Rejected, "", &oxytype.ErrorInfo{Message: "Parameter `url` has invalid top level domain format."}, ""))
+	tr.Apply(hard(1, oxytype.DataSubmitted, oxytype.Unfetched, "7500000000000000002", nil, "still pending after 1h0m0s; stopped checking"))
+	tr.Apply(hard(0, oxytype.DataSubmitted, oxytype.Faulted, "7500000000000000001", nil, ""))
 	want := []string{
 		"Job 7500000000000000001 faulted: universal https://sandbox.oxylabs.io/products/1",
 		"Stopped checking job 7500000000000000002, because still pending after 1h0m0s; stopped checking: universal https://sandbox.oxylabs.io/products/2",
@@ -215,7 +215,7 @@ func TestReportLinesForEveryProblem(t *testing.T) {
 		"Rejected universal https://sandbox.oxylabs.io/products/4: 400 The hostname cannot be an ip address.",
 		"Stopped submitting, because the API returned 403 Forbidden; 1 payload stays unsubmitted",
 		"Stopped submitting, because the run was stopped; 2 payloads stay unsubmitted",
-		"Not submitted again, because the API returned 500 Internal Server Error; " + runlog.MayHaveBilled + "; 2 payloads stay unsubmitted",
+		"Not submitted again, because the API returned 500 Internal Server Error; " + oxytype.MayHaveBilledText + "; 2 payloads stay unsubmitted",
 		"Stopped submitting, because a write to the destination failed: no space left on device; 1 payload stays unsubmitted",
 	}
 	got := progress.ReportLines(tr.Problems())
@@ -233,7 +233,7 @@ func TestReportLinesForEveryProblem(t *testing.T) {
 
 func TestIncompleteRunErrorIsNilOrStopped(t *testing.T) {
 	t.Parallel()
-	faulted := []progress.Job{{Doc: 0, ID: "1", Status: runlog.Faulted}}
+	faulted := []progress.Job{{Doc: 0, ID: "1", Status: oxytype.Faulted}}
 	if err := progress.NewIncompleteRunError(faulted, nil, true); err != nil {
 		t.Errorf("faulted jobs alone made an error: %v", err)
 	}

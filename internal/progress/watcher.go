@@ -13,6 +13,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // DefaultBuffer is how many finished jobs a Watcher holds for its caller
@@ -171,12 +172,12 @@ type completion struct {
 // on the way.
 func (w *Watcher) waitCompleted(ctx context.Context, out chan<- completion) {
 	ref, err := w.cfg.Topology.Runs().Wait(ctx, w.cfg.Run, func(rec *messages.RunRecord) bool {
-		if rec.State == messages.RunStateStopping {
+		if rec.State == oxytype.RunStateStopping {
 			w.mu.Lock()
 			w.stopped = &StoppedError{Reason: rec.Reason}
 			w.mu.Unlock()
 		}
-		return rec.State == messages.RunStateCompleted || rec.State == messages.RunStateFailed
+		return rec.State.Terminal()
 	})
 	c := completion{err: err}
 	if ref != nil {
@@ -190,8 +191,11 @@ func (w *Watcher) waitCompleted(ctx context.Context, out chan<- completion) {
 
 func (w *Watcher) loop(ctx context.Context, js jetstream.JetStream, subject string, events <-chan event, completions <-chan completion) {
 	defer w.cancel()
-	defer close(w.done)
+	// done closes before jobs: a reader that sees the end of jobs (Next's
+	// io.EOF) must find the watch ended, or Err would still answer nil and
+	// an incomplete run would look complete.
 	defer close(w.jobs)
+	defer close(w.done)
 	var (
 		seen    uint64 // stream sequence of the last event applied
 		last    uint64 // the stream's last event of the run when it completed
@@ -211,7 +215,7 @@ func (w *Watcher) loop(ctx context.Context, js jetstream.JetStream, subject stri
 				w.finish(fmt.Errorf("progress: watch run %s: %w", w.cfg.Run, c.err))
 				return
 			}
-			if c.rec.State == messages.RunStateFailed {
+			if c.rec.State == oxytype.RunStateFailed {
 				w.finish(fmt.Errorf("progress: run %s failed: %s", w.cfg.Run, c.rec.Reason))
 				return
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // A submitter-shaped worker: decode the payload, publish its output and a
@@ -35,7 +36,7 @@ func Example() {
 	}
 
 	p := &messages.Payload{Run: "20260929T170412.345Z", Doc: "0", Payload: json.RawMessage(`{"source":"universal","url":"https://example.com"}`)}
-	msg, _ := messages.NewMsg(p, messages.Actor{Type: "feeder", Name: "example"})
+	msg, _ := messages.NewMsg(p, oxytype.Party{Type: "feeder", Name: "example"})
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		fmt.Println(err)
 		return
@@ -53,7 +54,7 @@ func Example() {
 				return err
 			}
 			defer stop() // one message is enough for the example
-			return m.Record(&messages.StatusEvent{DataType: messages.DataSubmitted, Outcome: messages.Success, APIJobID: out.APIJobID})
+			return m.Record(&messages.StatusEvent{DataType: oxytype.DataSubmitted, Outcome: oxytype.Success, Facts: oxytype.Facts{APIJobID: out.APIJobID}})
 		}))
 	if err := w.Run(runCtx); err != nil {
 		fmt.Println(err)

@@ -16,11 +16,12 @@ import (
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 const run = "20260929T170412.345Z"
 
-var feeder = messages.Actor{Type: "feeder", Name: "test"}
+var feeder = oxytype.Party{Type: "feeder", Name: "test"}
 
 // env is one test's broker with the full topology.
 type env struct {

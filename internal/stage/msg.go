@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Msg is one delivered message as a handler sees it. A Msg belongs to the
@@ -83,7 +84,7 @@ func (m *Msg) Timestamp() time.Time {
 }
 
 // Origin is the message's producer, from its Oxy-Origin header.
-func (m *Msg) Origin() messages.Actor { return messages.OriginOf(m.raw.Headers()) }
+func (m *Msg) Origin() oxytype.Party { return messages.OriginOf(m.raw.Headers()) }
 
 // Key is what can be read of the message's identity (run, doc, attempt,
 // API job id, payload) without decoding it; see messages.Peek.
@@ -141,7 +142,7 @@ func (m *Msg) Record(ev *messages.StatusEvent) error {
 			ev.Doc, ev.Attempt = k.Doc, k.Attempt
 		}
 	}
-	if ev.Origin == (messages.Actor{}) {
+	if ev.Origin == (oxytype.Party{}) {
 		ev.Origin = m.w.actor
 	}
 	if ev.Time.IsZero() {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Sentinels matched by the outcome errors with errors.Is.
@@ -27,7 +27,7 @@ type RetryError struct {
 	Reason string
 	// Info is the structured error, if any (kept if the retry turns into a
 	// dead letter).
-	Info *runlog.ErrorInfo
+	Info *oxytype.ErrorInfo
 	// Cause is the underlying error, for errors.Is/As and logs.
 	Cause error
 }
@@ -71,23 +71,23 @@ type HardError struct {
 	// State is the run-log state the failure implies (rejected, unsubmitted,
 	// faulted, unfetched). Empty: messages.FailureState of the message's job
 	// id.
-	State  runlog.State
+	State  oxytype.State
 	Reason string
 	// Info is the structured error (status code, message, trace id).
-	Info *runlog.ErrorInfo
+	Info *oxytype.ErrorInfo
 	// APIJobID overrides the job id read from the message, when the handler
 	// knows better.
 	APIJobID string
 	// Upload is the job's cloud-storage upload entry, when the API reported
 	// one (a faulted job whose results were still uploaded). It is carried
 	// into the failure event.
-	Upload *runlog.Upload
+	Upload *oxytype.Upload
 	Cause  error
 }
 
 // Hard returns a *HardError: record a hard failure in state with reason and
 // info (nil when there is no structured error), and terminate the message.
-func Hard(state runlog.State, reason string, info *runlog.ErrorInfo) error {
+func Hard(state oxytype.State, reason string, info *oxytype.ErrorInfo) error {
 	return &HardError{State: state, Reason: reason, Info: info}
 }
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // action is how a message is settled once its publishes are stored.
@@ -102,10 +102,10 @@ func (w *Worker) decide(workCtx context.Context, m *Msg, err error) plan {
 		return plan{act: actAck, outcome: outcomeAck}
 	case errors.As(err, &decodeErr):
 		reason := decodeErr.Error()
-		ev := w.failureEvent(m, messages.HardFailure, reason, nil, "", "")
+		ev := w.failureEvent(m, oxytype.HardFailure, reason, nil, "", "")
 		return plan{act: actTerm, event: ev, outcome: outcomeMalformed, reason: reason}
 	case errors.As(err, &hardErr):
-		ev := w.failureEvent(m, messages.HardFailure, hardErr.Reason, hardErr.Info, hardErr.State, hardErr.APIJobID)
+		ev := w.failureEvent(m, oxytype.HardFailure, hardErr.Reason, hardErr.Info, hardErr.State, hardErr.APIJobID)
 		ev.Upload = hardErr.Upload
 		return plan{act: actTerm, event: ev, outcome: outcomeHardFailure, reason: hardErr.Reason}
 	case errors.As(err, &waitErr):
@@ -116,7 +116,7 @@ func (w *Worker) decide(workCtx context.Context, m *Msg, err error) plan {
 		return plan{act: actNak, outcome: outcomeReleased, reason: "drain timeout"}
 	}
 	var reason string
-	var info *runlog.ErrorInfo
+	var info *oxytype.ErrorInfo
 	var delay time.Duration
 	if errors.As(err, &retryErr) {
 		reason, info, delay = retryErr.Reason, retryErr.Info, retryErr.Delay
@@ -135,22 +135,22 @@ func (w *Worker) decide(workCtx context.Context, m *Msg, err error) plan {
 	}
 	var ev *messages.StatusEvent
 	if !w.ownStream() {
-		ev = w.failureEvent(m, messages.SoftFailure, reason, info, "", "")
+		ev = w.failureEvent(m, oxytype.SoftFailure, reason, info, "", "")
 	}
 	return plan{act: actNak, delay: delay, event: ev, outcome: outcomeRetry, reason: reason}
 }
 
 // deadLetterPlan records a poison message as a hard failure.
-func (w *Worker) deadLetterPlan(ctx context.Context, m *Msg, lastReason string, info *runlog.ErrorInfo) plan {
+func (w *Worker) deadLetterPlan(ctx context.Context, m *Msg, lastReason string, info *oxytype.ErrorInfo) plan {
 	reason := fmt.Sprintf("poison message: delivered %d times", m.NumDelivered())
 	if info == nil {
 		msg := reason
 		if lastReason != "" {
 			msg += "; last error: " + lastReason
 		}
-		info = &runlog.ErrorInfo{Message: msg}
+		info = &oxytype.ErrorInfo{Message: msg}
 	}
-	ev := w.failureEvent(m, messages.HardFailure, reason, info, "", "")
+	ev := w.failureEvent(m, oxytype.HardFailure, reason, info, "", "")
 	if w.dead != nil {
 		var waitErr *WaitError
 		err := w.dead.DeadLetter(ctx, m, ev)
@@ -178,7 +178,7 @@ func (w *Worker) backoff(n int) time.Duration {
 }
 
 // failureEvent builds the status event of a failed message.
-func (w *Worker) failureEvent(m *Msg, outcome messages.Outcome, reason string, info *runlog.ErrorInfo, state runlog.State, apiJobID string) *messages.StatusEvent {
+func (w *Worker) failureEvent(m *Msg, outcome oxytype.Outcome, reason string, info *oxytype.ErrorInfo, state oxytype.State, apiJobID string) *messages.StatusEvent {
 	k := m.Key()
 	run := k.Run
 	if run == "" {
@@ -192,17 +192,17 @@ func (w *Worker) failureEvent(m *Msg, outcome messages.Outcome, reason string, i
 		apiJobID = k.APIJobID
 	}
 	origin := m.Origin()
-	if origin == (messages.Actor{}) {
-		origin = messages.Actor{Type: "unknown"}
+	if origin == (oxytype.Party{}) {
+		origin = oxytype.Party{Type: "unknown"}
 	}
 	ev := &messages.StatusEvent{
 		Run: run, Doc: doc, Attempt: k.Attempt,
 		DataType: w.cfg.Consumer.InputDataType, Outcome: outcome,
 		Origin: origin, Consumer: w.actor, RetryCount: m.NumDelivered(),
-		Reason: reason, Error: info, APIJobID: apiJobID, Payload: k.Payload,
+		Reason: reason, Facts: oxytype.Facts{Error: info, APIJobID: apiJobID, Payload: k.Payload},
 		Time: time.Now().UTC(),
 	}
-	if outcome == messages.HardFailure {
+	if outcome == oxytype.HardFailure {
 		ev.State = state
 		if ev.State == "" {
 			ev.State = messages.FailureState(apiJobID)
@@ -217,13 +217,13 @@ func (w *Worker) failureEvent(m *Msg, outcome messages.Outcome, reason string, i
 // failing event) and no failure about a failure of a status event (which
 // could loop); those are logged and counted only.
 func (w *Worker) ownStream() bool {
-	return w.cfg.Consumer.InputDataType == messages.DataStatus
+	return w.cfg.Consumer.InputDataType == oxytype.DataStatus
 }
 
 // settle publishes the plan's event, waits for every publish of the
 // message, and then acks, naks or terms it — exactly once.
 func (w *Worker) settle(m *Msg, p plan) {
-	if p.event != nil && w.ownStream() && m.Key().DataType == messages.DataStatus {
+	if p.event != nil && w.ownStream() && m.Key().DataType == oxytype.DataStatus {
 		w.log.Error("not recording a failure of a status-event failure (it could loop)",
 			w.msgFields(m, zap.String("outcome", p.outcome), zap.String("reason", redact.String(p.reason)))...)
 		p.event = nil

@@ -17,10 +17,10 @@ import (
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
-var submitterActor = messages.Actor{Type: "submitter", Name: "test-pod"}
+var submitterActor = oxytype.Party{Type: "submitter", Name: "test-pod"}
 
 // submit is the handler of a well-behaved submitter: decode, publish
 // Submitted, record success at submitted.
@@ -34,7 +34,7 @@ func submit(_ context.Context, m *stage.Msg) error {
 		return err
 	}
 	return m.Record(&messages.StatusEvent{Run: p.Run, Doc: p.Doc, Attempt: p.Attempt,
-		DataType: messages.DataSubmitted, Outcome: messages.Success, APIJobID: out.APIJobID})
+		DataType: oxytype.DataSubmitted, Outcome: oxytype.Success, Facts: oxytype.Facts{APIJobID: out.APIJobID}})
 }
 
 func TestSuccessPublishesOutputsAndEventsThenAcks(t *testing.T) {
@@ -66,8 +66,8 @@ func TestSuccessPublishesOutputsAndEventsThenAcks(t *testing.T) {
 	}
 	docs := map[string]bool{}
 	for _, ev := range events {
-		if ev.Run != run || ev.DataType != messages.DataSubmitted || ev.Outcome != messages.Success ||
-			ev.Origin != submitterActor || ev.Consumer != (messages.Actor{}) || ev.APIJobID != "70000000000000000"+ev.Doc {
+		if ev.Run != run || ev.DataType != oxytype.DataSubmitted || ev.Outcome != oxytype.Success ||
+			ev.Origin != submitterActor || ev.Consumer != (oxytype.Party{}) || ev.APIJobID != "70000000000000000"+ev.Doc {
 			t.Fatalf("unexpected event %+v", ev)
 		}
 		docs[ev.Doc] = true
@@ -152,12 +152,12 @@ func TestRetryLaterRecordsASoftFailureAndRedeliversAfterTheDelay(t *testing.T) {
 		t.Fatalf("%d events, want a soft failure and a success", len(events))
 	}
 	soft := events[0]
-	if soft.Outcome != messages.SoftFailure || soft.DataType != messages.DataPayload || soft.Doc != "0" ||
+	if soft.Outcome != oxytype.SoftFailure || soft.DataType != oxytype.DataPayload || soft.Doc != "0" ||
 		soft.RetryCount != 1 || soft.Reason != "429 Too Many Requests" || soft.State != "" ||
 		soft.Consumer != submitterActor || soft.Origin != feeder {
 		t.Fatalf("soft failure = %+v", soft)
 	}
-	if events[1].Outcome != messages.Success || events[1].DataType != messages.DataSubmitted {
+	if events[1].Outcome != oxytype.Success || events[1].DataType != oxytype.DataSubmitted {
 		t.Fatalf("second event = %+v", events[1])
 	}
 	if got := e.counter("submitter", "retry"); got != 1 {
@@ -198,7 +198,7 @@ func TestAHardFailureIsRecordedRedactedAndTerminated(t *testing.T) {
 	var calls atomic.Int32
 	w, err := stage.New(e.config(s), stage.HandlerFunc(func(ctx context.Context, m *stage.Msg) error {
 		calls.Add(1)
-		return stage.Hard(runlog.Rejected, "the API rejected the payload", &runlog.ErrorInfo{StatusCode: &code, Message: "Bad Request", TraceID: "trace-1"})
+		return stage.Hard(oxytype.Rejected, "the API rejected the payload", &oxytype.ErrorInfo{StatusCode: &code, Message: "Bad Request", TraceID: "trace-1"})
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestAHardFailureIsRecordedRedactedAndTerminated(t *testing.T) {
 		t.Fatalf("%d events, want 1", len(events))
 	}
 	ev := events[0]
-	if ev.Outcome != messages.HardFailure || ev.State != runlog.Rejected || ev.Doc != "7" || ev.DataType != messages.DataPayload ||
+	if ev.Outcome != oxytype.HardFailure || ev.State != oxytype.Rejected || ev.Doc != "7" || ev.DataType != oxytype.DataPayload ||
 		ev.Reason != "the API rejected the payload" || ev.Error == nil || *ev.Error.StatusCode != 400 || ev.Error.TraceID != "trace-1" ||
 		ev.Consumer != submitterActor || ev.Origin != feeder || ev.RetryCount != 1 || ev.Upload != nil {
 		t.Fatalf("hard failure = %+v", ev)
@@ -232,10 +232,10 @@ func TestAHardFailureCarriesItsUploadEntryAndJobID(t *testing.T) {
 	s := fastSubmitter()
 	e := setup(t, s)
 	e.feed(0, 1)
-	upload := runlog.Upload{Code: 13000, Message: "Upload Successful"}
+	upload := oxytype.Upload{Code: 13000, Message: "Upload Successful"}
 	w, err := stage.New(e.config(s), stage.HandlerFunc(func(ctx context.Context, m *stage.Msg) error {
 		u := upload
-		return &stage.HardError{State: runlog.Faulted, Reason: "faulted", APIJobID: "7000000000000000001", Upload: &u}
+		return &stage.HardError{State: oxytype.Faulted, Reason: "faulted", APIJobID: "7000000000000000001", Upload: &u}
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func TestAHardFailureCarriesItsUploadEntryAndJobID(t *testing.T) {
 		t.Fatalf("%d events, want 1", len(events))
 	}
 	ev := events[0]
-	if ev.Outcome != messages.HardFailure || ev.State != runlog.Faulted || ev.Reason != "faulted" || ev.Error != nil ||
+	if ev.Outcome != oxytype.HardFailure || ev.State != oxytype.Faulted || ev.Reason != "faulted" || ev.Error != nil ||
 		ev.APIJobID != "7000000000000000001" || ev.Upload == nil || *ev.Upload != upload {
 		t.Fatalf("hard failure = %+v (upload %+v)", ev, ev.Upload)
 	}
@@ -272,14 +272,14 @@ func TestAMessageThatKeepsFailingBecomesADeadLetter(t *testing.T) {
 		t.Fatalf("%d events, want 2 soft failures and a hard one: %+v", len(events), events)
 	}
 	for i, ev := range events[:2] {
-		if ev.Outcome != messages.SoftFailure || ev.RetryCount != i+1 || ev.Reason != "boom" {
+		if ev.Outcome != oxytype.SoftFailure || ev.RetryCount != i+1 || ev.Reason != "boom" {
 			t.Fatalf("event %d = %+v", i, ev)
 		}
 	}
 	dead := events[2]
-	if dead.Outcome != messages.HardFailure || dead.Reason != "poison message: delivered 3 times" ||
+	if dead.Outcome != oxytype.HardFailure || dead.Reason != "poison message: delivered 3 times" ||
 		dead.Error == nil || dead.Error.Message != "poison message: delivered 3 times; last error: boom" ||
-		dead.State != runlog.Unsubmitted || dead.RetryCount != 3 {
+		dead.State != oxytype.Unsubmitted || dead.RetryCount != 3 {
 		t.Fatalf("dead letter = %+v", dead)
 	}
 }
@@ -370,11 +370,11 @@ func TestMalformedMessagesAreHardFailuresAndTheWorkerKeepsGoing(t *testing.T) {
 		if !ok {
 			t.Fatalf("no event for %q; have %v", key, byDoc)
 		}
-		if ev.Outcome != messages.HardFailure || ev.State != runlog.Unsubmitted || ev.Reason != reason || ev.Origin != (messages.Actor{Type: "unknown"}) {
+		if ev.Outcome != oxytype.HardFailure || ev.State != oxytype.Unsubmitted || ev.Reason != reason || ev.Origin != (oxytype.Party{Type: "unknown"}) {
 			t.Errorf("%s: %+v\nwant reason %q", key, ev, reason)
 		}
 	}
-	if ev := byDoc[run+" 0"]; ev.Outcome != messages.Success {
+	if ev := byDoc[run+" 0"]; ev.Outcome != oxytype.Success {
 		t.Fatalf("the good payload: %+v", ev)
 	}
 }
@@ -559,7 +559,7 @@ func TestAFailureEventTooLargeForTheBrokerGoesWithoutItsPayloadCopy(t *testing.T
 	pad := strings.Repeat("x", 600<<10)
 	e.publish(&messages.Payload{Run: run, Doc: "0", Payload: json.RawMessage(`{"source":"universal","url":"https://example.com/?q=` + pad + `"}`)})
 	w, err := stage.New(e.config(s), stage.HandlerFunc(func(ctx context.Context, m *stage.Msg) error {
-		return stage.Hard(runlog.Rejected, "Rejected universal https://example.com/?q="+pad, &runlog.ErrorInfo{Message: "refused " + pad})
+		return stage.Hard(oxytype.Rejected, "Rejected universal https://example.com/?q="+pad, &oxytype.ErrorInfo{Message: "refused " + pad})
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -567,7 +567,7 @@ func TestAFailureEventTooLargeForTheBrokerGoesWithoutItsPayloadCopy(t *testing.T
 	e.start(w)
 	testutil.Eventually(t, 10*time.Second, "the hard failure is recorded", func() bool { return len(e.events()) == 1 })
 	ev := e.events()[0]
-	if ev.State != runlog.Rejected || ev.Payload != nil || len(ev.Reason) > 4<<10 || !strings.HasSuffix(ev.Reason, "…") ||
+	if ev.State != oxytype.Rejected || ev.Payload != nil || len(ev.Reason) > 4<<10 || !strings.HasSuffix(ev.Reason, "…") ||
 		len(ev.Error.Message) > 4<<10 {
 		t.Fatalf("event: state %s, payload %d bytes, reason %d bytes, message %d bytes", ev.State, len(ev.Payload), len(ev.Reason), len(ev.Error.Message))
 	}
@@ -677,7 +677,7 @@ func TestABatchHandlerGetsBoundedBatchesWithPerMessageOutcomes(t *testing.T) {
 		errs := make([]error, len(batch))
 		for i, m := range batch {
 			if m.Key().Doc == "3" {
-				errs[i] = stage.Hard(runlog.Rejected, "doc 3 is bad", nil)
+				errs[i] = stage.Hard(oxytype.Rejected, "doc 3 is bad", nil)
 				continue
 			}
 			errs[i] = submit(ctx, m)
@@ -722,7 +722,7 @@ func TestAPanickingHandlerIsARetryNotACrash(t *testing.T) {
 	e.start(w)
 	testutil.Eventually(t, 10*time.Second, "acked on the second delivery", func() bool { return e.counter("submitter", "ack") == 1 })
 	events := e.events()
-	if len(events) != 1 || events[0].Outcome != messages.SoftFailure || events[0].Reason != "handler panicked: nil map" {
+	if len(events) != 1 || events[0].Outcome != oxytype.SoftFailure || events[0].Reason != "handler panicked: nil map" {
 		t.Fatalf("events = %+v", events)
 	}
 }
@@ -735,13 +735,13 @@ func TestTheStatusworkerCannotFeedItsOwnFailuresBackForever(t *testing.T) {
 	}
 	s.RetryBackoff = []time.Duration{20 * time.Millisecond}
 	e := setup(t, s)
-	e.publish(&messages.StatusEvent{Run: run, Doc: "0", DataType: messages.DataPayload, Outcome: messages.Success, Origin: feeder, Time: time.Now()})
+	e.publish(&messages.StatusEvent{Run: run, Doc: "0", DataType: oxytype.DataPayload, Outcome: oxytype.Success, Origin: feeder, Time: time.Now()})
 	var calls atomic.Int32
 	w, err := stage.New(e.config(s), stage.HandlerFunc(func(ctx context.Context, m *stage.Msg) error {
 		if calls.Add(1) == 1 {
 			return errors.New("ledger unavailable") // retried, not recorded
 		}
-		return stage.Hard(runlog.Unsubmitted, "cannot apply", nil)
+		return stage.Hard(oxytype.Unsubmitted, "cannot apply", nil)
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -751,8 +751,8 @@ func TestTheStatusworkerCannotFeedItsOwnFailuresBackForever(t *testing.T) {
 		return e.counter("statusworker", "hard_failure") == 2
 	})
 	events := e.events()
-	if len(events) != 2 || events[1].DataType != messages.DataStatus || events[1].Outcome != messages.HardFailure ||
-		events[1].Reason != "cannot apply" || events[1].Consumer != (messages.Actor{Type: "statusworker", Name: "test-pod"}) {
+	if len(events) != 2 || events[1].DataType != oxytype.DataStatus || events[1].Outcome != oxytype.HardFailure ||
+		events[1].Reason != "cannot apply" || events[1].Consumer != (oxytype.Party{Type: "statusworker", Name: "test-pod"}) {
 		t.Fatalf("status stream = %+v", events)
 	}
 	if got := e.counter("statusworker", "retry"); got != 1 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Handler handles one message. The error it returns decides how the
@@ -65,7 +66,7 @@ type DeadLetterer interface {
 // call Run once.
 type Worker struct {
 	cfg    Config
-	actor  messages.Actor
+	actor  oxytype.Party
 	js     jetstream.JetStream
 	handle func(ctx context.Context, batch []*Msg) []error
 	dead   DeadLetterer
@@ -142,7 +143,7 @@ func newWorker(cfg Config, batch bool, handle func(context.Context, []*Msg) []er
 	}
 	return &Worker{
 		cfg:    cfg,
-		actor:  messages.Actor{Type: stageName, Name: cfg.Instance},
+		actor:  oxytype.Party{Type: stageName, Name: cfg.Instance},
 		js:     js,
 		handle: handle,
 		batch:  batch,
@@ -156,7 +157,7 @@ func newWorker(cfg Config, batch bool, handle func(context.Context, []*Msg) []er
 }
 
 // Actor is the identity this worker publishes as.
-func (w *Worker) Actor() messages.Actor { return w.actor }
+func (w *Worker) Actor() oxytype.Party { return w.actor }
 
 // Settings returns the consumer settings in force.
 func (w *Worker) Settings() topology.ConsumerSettings { return w.cfg.Consumer }

@@ -13,6 +13,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -61,10 +62,10 @@ func (w *StatusWorker) Handler() http.Handler {
 // RunView is a run as the API shows it.
 type RunView struct {
 	Run           string                 `json:"run"`
-	State         messages.RunState      `json:"state"`
+	State         oxytype.RunState       `json:"state"`
 	Reason        string                 `json:"reason,omitempty"`
 	Total         int                    `json:"total"`
-	FinalDataType string                 `json:"final_data_type"`
+	FinalDataType oxytype.DataType       `json:"final_data_type"`
 	Destination   string                 `json:"destination"`
 	RunLog        string                 `json:"run_log"`
 	StartedAt     time.Time              `json:"started_at"`
@@ -99,21 +100,21 @@ type StageView struct {
 
 // RecordView is one ledger record (a doc at a stage).
 type RecordView struct {
-	Doc          string            `json:"doc"`
-	DataType     string            `json:"data_type"`
-	Outcome      string            `json:"outcome"`
-	State        runlog.State      `json:"state,omitempty"`
-	APIJobID     string            `json:"api_job_id,omitempty"`
-	Error        *runlog.ErrorInfo `json:"error,omitempty"`
-	HardFailure  string            `json:"hard_failure,omitempty"`
-	SoftFailures []string          `json:"soft_failures,omitempty"`
-	RetryCount   int               `json:"retry_count,omitempty"`
-	Origin       string            `json:"origin,omitempty"`
-	Consumer     string            `json:"consumer,omitempty"`
-	Time         time.Time         `json:"time"`
-	Version      uint64            `json:"version,omitempty"`
-	Payload      json.RawMessage   `json:"payload,omitempty"`
-	Upload       *runlog.Upload    `json:"upload,omitempty"`
+	Doc          string             `json:"doc"`
+	DataType     string             `json:"data_type"`
+	Outcome      string             `json:"outcome"`
+	State        oxytype.State      `json:"state,omitempty"`
+	APIJobID     string             `json:"api_job_id,omitempty"`
+	Error        *oxytype.ErrorInfo `json:"error,omitempty"`
+	HardFailure  string             `json:"hard_failure,omitempty"`
+	SoftFailures []string           `json:"soft_failures,omitempty"`
+	RetryCount   int                `json:"retry_count,omitempty"`
+	Origin       string             `json:"origin,omitempty"`
+	Consumer     string             `json:"consumer,omitempty"`
+	Time         time.Time          `json:"time"`
+	Version      uint64             `json:"version,omitempty"`
+	Payload      json.RawMessage    `json:"payload,omitempty"`
+	Upload       *oxytype.Upload    `json:"upload,omitempty"`
 }
 
 // ErrorView is a group of failed records sharing their error and stage.
@@ -267,7 +268,7 @@ func (w *StatusWorker) lookup(rw http.ResponseWriter, r *http.Request) (messages
 		// Failures of messages whose run could not be read are recorded
 		// under this reserved run, which has no record: show them anyway.
 		return messages.RunRecord{
-			Announced: messages.RunAnnounced{Run: run, FinalDataType: messages.FinalDataType},
+			Announced: messages.RunAnnounced{Run: run, FinalDataType: oxytype.FinalDataType},
 			Reason:    "failures of messages whose run could not be read",
 		}, true
 	}
@@ -294,8 +295,8 @@ func (w *StatusWorker) runView(ctx context.Context, rec messages.RunRecord) (Run
 		FinalDataType: finalDataType(rec), Destination: redact.String(a.Destination), RunLog: redact.String(a.RunLog),
 		StartedAt: a.StartedAt, UpdatedAt: rec.UpdatedAt, Completed: rec.Completed,
 	}
-	if rec.State == messages.RunStateReady || rec.State == messages.RunStateStopping {
-		done, err := w.cfg.Ledger.CountCompletedDocs(ctx, a.Run, v.FinalDataType)
+	if rec.State == oxytype.RunStateReady || rec.State == oxytype.RunStateStopping {
+		done, err := w.cfg.Ledger.CountCompletedDocs(ctx, a.Run, string(v.FinalDataType))
 		if err != nil {
 			return v, err
 		}
@@ -330,10 +331,10 @@ func recordView(r jobresults.Record) RecordView {
 	for _, s := range r.SoftFailures {
 		v.SoftFailures = append(v.SoftFailures, redact.String(s))
 	}
-	if r.Origin != (jobresults.Party{}) {
+	if r.Origin != (oxytype.Party{}) {
 		v.Origin = r.Origin.Type + "/" + r.Origin.Name
 	}
-	if r.Consumer != (jobresults.Party{}) {
+	if r.Consumer != (oxytype.Party{}) {
 		v.Consumer = r.Consumer.Type + "/" + r.Consumer.Name
 	}
 	return v

@@ -11,8 +11,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/statusworker"
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
-	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 func TestAPI(t *testing.T) {
@@ -56,7 +55,7 @@ func TestAPI(t *testing.T) {
 			t.Fatalf("%+v", got)
 		}
 		r := got.Runs[0]
-		if r.Run != run || r.State != messages.RunStateReady || r.Total != 3 || r.Progress == nil ||
+		if r.Run != run || r.State != oxytype.RunStateReady || r.Total != 3 || r.Progress == nil ||
 			r.Progress.Done != 0 || r.Progress.HardFailed != 2 || r.FinalDataType != "written" {
 			t.Fatalf("%+v %+v", r, r.Progress)
 		}
@@ -95,7 +94,7 @@ func TestAPI(t *testing.T) {
 			t.Fatalf("%+v", got)
 		}
 		f := got.Failures[0]
-		if f.Doc != "0" || f.State != runlog.Unfetched || f.APIJobID != jobID(0) || f.Error == nil || *f.Error.StatusCode != 404 ||
+		if f.Doc != "0" || f.State != oxytype.Unfetched || f.APIJobID != jobID(0) || f.Error == nil || *f.Error.StatusCode != 404 ||
 			f.Consumer != "poller/pol-0" || f.Outcome != "hard_failure" {
 			t.Fatalf("%+v", f)
 		}
@@ -121,7 +120,7 @@ func TestAPI(t *testing.T) {
 	t.Run("GET /runs/{run}/docs/{doc} has the doc's records and line", func(t *testing.T) {
 		var got statusworker.DocView
 		get(t, "GET", "/runs/"+run+"/docs/0", 200, &got)
-		if !got.Resolved || got.Line.State != runlog.Unfetched || len(got.Records) != 2 || *got.Line.ID != jobID(0) {
+		if !got.Resolved || got.Line.State != oxytype.Unfetched || len(got.Records) != 2 || *got.Line.ID != jobID(0) {
 			t.Fatalf("%+v", got)
 		}
 		get(t, "GET", "/runs/"+run+"/docs/2", 200, &got)
@@ -151,7 +150,7 @@ func TestAPI(t *testing.T) {
 		testutil.Eventually(t, 5*time.Second, "the API shows the completion", func() bool {
 			got = statusworker.RunDetail{}
 			get(t, "GET", "/runs/"+run, 200, &got)
-			return got.State == messages.RunStateCompleted
+			return got.State == oxytype.RunStateCompleted
 		})
 		if got.Completed == nil || got.Completed.Done != 1 || got.Progress != nil {
 			t.Fatalf("%+v", got)

@@ -12,6 +12,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/retry"
 )
 
@@ -95,9 +96,9 @@ func (w *StatusWorker) applied(batch []*stage.Msg, idx []int, entries []jobresul
 	w.met.events.WithLabelValues("stale").Add(float64(len(entries) - applied))
 	var last string
 	for _, e := range entries {
-		if e.JobID != last { // batches are mostly one run's events in a row
-			w.runs.touch(e.JobID)
-			last = e.JobID
+		if e.Run != last { // batches are mostly one run's events in a row
+			w.runs.touch(e.Run)
+			last = e.Run
 		}
 	}
 }
@@ -125,13 +126,13 @@ func (w *StatusWorker) isolate(ctx context.Context, batch []*stage.Msg, idx []in
 		case errors.Is(err, jobresults.ErrInvalidInput):
 			m := batch[i]
 			errs[i] = w.malformed(m, &messages.DecodeError{
-				Subject: m.Subject(), Kind: messages.KindStatus, Run: e.JobID, Doc: e.DocID,
+				Subject: m.Subject(), Kind: messages.KindStatus, Run: e.Run, Doc: e.DocID,
 				Reason: "the ledger refused the event: " + redact.String(err.Error()),
 			})
 		default:
 			errs[i] = stage.RetryAfter(0, "ledger write failed: "+redact.String(err.Error()))
 			w.log.Error("ledger refused an event; it will be redelivered", zap.Uint64("seq", batch[i].StreamSequence()),
-				zap.String("run", e.JobID), zap.String("doc", e.DocID), zap.String("error", redact.String(err.Error())))
+				zap.String("run", e.Run), zap.String("doc", e.DocID), zap.String("error", redact.String(err.Error())))
 		}
 	}
 }
@@ -155,21 +156,17 @@ func (w *StatusWorker) malformed(m *stage.Msg, err error) error {
 // overwrites a newer outcome (successes excepted: see below).
 func toEntry(ev *messages.StatusEvent, seq uint64) jobresults.Entry {
 	e := jobresults.Entry{
-		Key:        jobresults.Key{JobID: ev.Run, DataType: string(ev.DataType), DocID: ev.Doc},
-		Outcome:    jobresults.Outcome(ev.Outcome),
-		Origin:     jobresults.Party{Type: ev.Origin.Type, Name: ev.Origin.Name},
-		Consumer:   jobresults.Party{Type: ev.Consumer.Type, Name: ev.Consumer.Name},
+		Key:        jobresults.Key{Run: ev.Run, DataType: string(ev.DataType), DocID: ev.Doc},
+		Outcome:    ev.Outcome,
+		Origin:     ev.Origin,
+		Consumer:   ev.Consumer,
 		RetryCount: max(ev.RetryCount, 0),
 		Reason:     ev.Reason,
 		Version:    seq,
 		Time:       ev.Time,
-		State:      ev.State,
-		APIJobID:   ev.APIJobID,
-		Payload:    ev.Payload,
-		Error:      ev.Error,
-		Upload:     ev.Upload,
+		Facts:      ev.Facts,
 	}
-	if ev.Outcome == messages.Success {
+	if ev.Outcome == oxytype.Success {
 		// A success at a data type is its producer's (the feeder's "fed",
 		// the submitter's "submitted", …), and everything else recorded
 		// there is its consumer's failure to handle that message: causally
@@ -183,7 +180,7 @@ func toEntry(ev *messages.StatusEvent, seq uint64) jobresults.Entry {
 		// a record nothing has written yet, and only there.
 		e.Version = 1
 	}
-	if e.Outcome != jobresults.Success && e.Reason == "" {
+	if e.Outcome != oxytype.Success && e.Reason == "" {
 		switch {
 		case ev.Error != nil && ev.Error.String() != "":
 			e.Reason = ev.Error.String()

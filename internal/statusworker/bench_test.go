@@ -13,6 +13,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Run the benchmarks with a fixed event count, e.g.
@@ -138,8 +139,8 @@ func benchRun(b *testing.B, e *env, n int) (string, []*nats.Msg) {
 	b.Helper()
 	docs := max(n/4, 1)
 	run := messages.NewRunID(time.Now())
-	ann := messages.RunAnnounced{Run: run, Total: docs, FinalDataType: messages.FinalDataType, RunLog: e.logDir, StartedAt: time.Now()}
-	if _, err := e.topo.Runs().Create(b.Context(), messages.RunRecord{Announced: ann, State: messages.RunStateReady, UpdatedAt: time.Now()}); err != nil {
+	ann := messages.RunAnnounced{Run: run, Total: docs, FinalDataType: oxytype.FinalDataType, RunLog: e.logDir, StartedAt: time.Now()}
+	if _, err := e.topo.Runs().Create(b.Context(), messages.RunRecord{Announced: ann, State: oxytype.RunStateReady, UpdatedAt: time.Now()}); err != nil {
 		b.Fatal(err)
 	}
 	msgs := make([]*nats.Msg, 0, 4*docs)

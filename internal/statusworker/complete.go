@@ -15,16 +15,17 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/retry"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
 // finalDataType is the data type at which a doc of rec's run is done.
-func finalDataType(rec messages.RunRecord) string {
+func finalDataType(rec messages.RunRecord) oxytype.DataType {
 	if rec.Announced.FinalDataType == "" {
-		return string(messages.FinalDataType)
+		return oxytype.FinalDataType
 	}
-	return string(rec.Announced.FinalDataType)
+	return rec.Announced.FinalDataType
 }
 
 // checkCompletion completes a ready or stopping run once every doc
@@ -63,7 +64,7 @@ func (w *StatusWorker) checkCompletion(ctx context.Context, e runEntry, periodic
 	final := finalDataType(rec)
 	bound := 0
 	if total > 0 {
-		done, err := w.cfg.Ledger.CountCompletedDocs(ctx, run, final)
+		done, err := w.cfg.Ledger.CountCompletedDocs(ctx, run, string(final))
 		if err != nil {
 			return err
 		}
@@ -159,7 +160,7 @@ func (w *StatusWorker) complete(ctx context.Context, rec messages.RunRecord) err
 	runs := w.cfg.Topology.Runs()
 	now := w.cfg.Now()
 	claimed, ref, err := runs.Transition(ctx, run, func(r *messages.RunRecord) bool {
-		if r.State != messages.RunStateReady && r.State != messages.RunStateStopping {
+		if r.State != oxytype.RunStateReady && r.State != oxytype.RunStateStopping {
 			return false
 		}
 		if c, ok := readClaim(r); ok && c.By != w.holder && c.Until.After(now) && !w.ownInstance(c) {
@@ -211,14 +212,14 @@ func (w *StatusWorker) complete(ctx context.Context, rec messages.RunRecord) err
 		RunLog:       where,
 	}
 	won, ref, err := runs.Transition(ctx, run, func(r *messages.RunRecord) bool {
-		if r.State != messages.RunStateReady && r.State != messages.RunStateStopping {
+		if r.State != oxytype.RunStateReady && r.State != oxytype.RunStateStopping {
 			return false
 		}
 		if c, ok := readClaim(r); !ok || c.By != w.holder {
 			return false // the claim lapsed and another replica took over
 		}
 		clearClaim(r)
-		r.State, r.Completed = messages.RunStateCompleted, completed
+		r.State, r.Completed = oxytype.RunStateCompleted, completed
 		return true
 	})
 	if err != nil {
@@ -362,9 +363,9 @@ func (w *StatusWorker) source(run string) runlog.Source {
 // logRecord is the run log's view of a ledger record.
 func logRecord(r jobresults.Record) runlog.Record {
 	return runlog.Record{
-		Doc: r.DocID, DataType: r.DataType, Success: r.Success, HardFailure: r.HardFailure,
-		State: r.State, APIJobID: r.APIJobID, Payload: r.Payload, Error: r.Error, Upload: r.Upload,
-		Time: r.Time,
+		Doc: r.DocID, DataType: oxytype.DataType(r.DataType), Success: r.Success, HardFailure: r.HardFailure,
+		Facts: r.Facts,
+		Time:  r.Time,
 	}
 }
 

@@ -30,7 +30,7 @@
 // an unknown-doc id), so an operator finds it among the run's failures.
 // The runtime never records a failure about an event that is itself about
 // "status", so the worker cannot loop on its own failures. Such a record
-// does not resolve its doc (runlog.StatusDataType): it says a report about
+// does not resolve its doc (oxytype.DataStatus): it says a report about
 // the doc was lost, not what became of the doc, whose work goes on. Letting
 // it resolve the doc would let a garbled report (say, from a newer stage
 // build during a rolling upgrade) complete a run early and call payloads

@@ -15,6 +15,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // The one-process shape (oxy run): an embedded server, a memory ledger
@@ -53,24 +54,24 @@ func Example() {
 	go func() { done <- sw.Run(ctx) }()
 
 	// The feeder's side.
-	feeder := messages.Actor{Type: "feeder", Name: "example"}
+	feeder := oxytype.Party{Type: "feeder", Name: "example"}
 	run, _ := topo.AnnounceRun(ctx, messages.RunAnnounced{
-		Total: 1, FinalDataType: messages.FinalDataType, RunLog: filepath.Join(dir, "logs"), StartedAt: time.Now(),
+		Total: 1, FinalDataType: oxytype.FinalDataType, RunLog: filepath.Join(dir, "logs"), StartedAt: time.Now(),
 	}, feeder)
-	ready, _ := topo.Runs().Wait(ctx, run, func(r *messages.RunRecord) bool { return r.State != messages.RunStateAnnounced })
+	ready, _ := topo.Runs().Wait(ctx, run, func(r *messages.RunRecord) bool { return r.State != oxytype.RunStateAnnounced })
 	fmt.Println("run", ready.Record.State)
 
 	// The stages' status events for the one doc.
-	for _, dt := range []messages.DataType{messages.DataPayload, messages.DataSubmitted, messages.DataDone, messages.DataWritten} {
-		ev := &messages.StatusEvent{Run: run, Doc: "0", DataType: dt, Outcome: messages.Success, Origin: feeder,
-			APIJobID: "7500000000000000001", Payload: json.RawMessage(`{"source":"universal","url":"https://example.com"}`), Time: time.Now()}
+	for _, dt := range []oxytype.DataType{oxytype.DataPayload, oxytype.DataSubmitted, oxytype.DataDone, oxytype.DataWritten} {
+		ev := &messages.StatusEvent{Run: run, Doc: "0", DataType: dt, Outcome: oxytype.Success, Origin: feeder,
+			Facts: oxytype.Facts{APIJobID: "7500000000000000001", Payload: json.RawMessage(`{"source":"universal","url":"https://example.com"}`)}, Time: time.Now()}
 		m, _ := messages.NewMsg(ev, feeder)
 		if _, err := js.PublishMsg(ctx, m); err != nil {
 			fmt.Println(err)
 			return
 		}
 	}
-	completed, _ := topo.Runs().Wait(ctx, run, func(r *messages.RunRecord) bool { return r.State == messages.RunStateCompleted })
+	completed, _ := topo.Runs().Wait(ctx, run, func(r *messages.RunRecord) bool { return r.State == oxytype.RunStateCompleted })
 	fmt.Println("run", completed.Record.State, "with", completed.Record.Completed.Done, "done")
 	log, _ := os.ReadFile(completed.Record.Completed.RunLog)
 	fmt.Print(string(log))

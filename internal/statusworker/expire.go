@@ -12,6 +12,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -36,7 +37,7 @@ const unfedGrace = 5 * time.Second
 //     that id: its result can be fetched later at no cost;
 //   - a doc whose claim is held (a submission that may be in flight, or
 //     that died inside its request) is unsubmitted and marked
-//     may-have-billed (runlog.ErrorInfo.MayHaveBilled), never plainly
+//     may-have-billed (oxytype.ErrorInfo.MayHaveBilled), never plainly
 //     unsubmitted;
 //   - any other doc was never sent: unsubmitted, saying why the run stopped.
 //
@@ -92,7 +93,7 @@ func (w *StatusWorker) expire(ctx context.Context, e runEntry, at time.Time) (bo
 	var unfetched, unsubmitted, may int
 	for _, ev := range evs {
 		switch {
-		case ev.State == runlog.Unfetched:
+		case ev.State == oxytype.Unfetched:
 			unfetched++
 		case ev.Error.MayHaveBilled:
 			may++
@@ -148,8 +149,8 @@ func (w *StatusWorker) expiryEvents(ctx context.Context, rec messages.RunRecord,
 // stop expired; claim is the doc's claim when it was read (and exists).
 func (w *StatusWorker) expiryEvent(rec messages.RunRecord, d runlog.Doc, claim *messages.Claim) *messages.StatusEvent {
 	ev := &messages.StatusEvent{
-		Run: rec.Announced.Run, Doc: messages.DocID(d.Pos), Outcome: messages.HardFailure,
-		Origin: w.actor, Consumer: w.actor, Payload: d.Line.Payload, Time: w.cfg.Now().UTC(),
+		Run: rec.Announced.Run, Doc: messages.DocID(d.Pos), Outcome: oxytype.HardFailure,
+		Origin: w.actor, Consumer: w.actor, Facts: oxytype.Facts{Payload: d.Line.Payload}, Time: w.cfg.Now().UTC(),
 	}
 	id := ""
 	if d.Line.ID != nil {
@@ -162,22 +163,22 @@ func (w *StatusWorker) expiryEvent(rec messages.RunRecord, d runlog.Doc, claim *
 	case id != "":
 		// Recorded where the writer would have failed it: a later success
 		// at the final data type (the file written after all) still wins.
-		ev.DataType, ev.State, ev.APIJobID = messages.DataDone, runlog.Unfetched, id
-		ev.Error = &runlog.ErrorInfo{Message: "the run was stopped before this job's result was written; it can be fetched by id at no cost"}
+		ev.DataType, ev.State, ev.APIJobID = oxytype.DataDone, oxytype.Unfetched, id
+		ev.Error = &oxytype.ErrorInfo{Message: "the run was stopped before this job's result was written; it can be fetched by id at no cost"}
 		ev.Reason = fmt.Sprintf("the run's stop deadline passed before job %s was written (stopped %s)", id, why)
 	case claim != nil && claim.State == messages.ClaimHeld:
-		ev.DataType, ev.State = messages.DataPayload, runlog.Unsubmitted
-		ev.Error = &runlog.ErrorInfo{
+		ev.DataType, ev.State = oxytype.DataPayload, oxytype.Unsubmitted
+		ev.Error = &oxytype.ErrorInfo{
 			Message: fmt.Sprintf("the run was stopped while this payload's submission was in flight: its outcome is unknown; %s, so it is not resubmitted automatically",
-				runlog.MayHaveBilled),
+				oxytype.MayHaveBilledText),
 			MayHaveBilled: true,
 		}
 		ev.Reason = fmt.Sprintf("the run's stop deadline passed while %s held the payload's claim (since %s) without recording the API's answer (stopped %s)",
 			claim.By, claim.ClaimedAt.UTC().Format(time.RFC3339Nano), why)
 	default:
-		ev.DataType, ev.State = messages.DataPayload, runlog.Unsubmitted
+		ev.DataType, ev.State = oxytype.DataPayload, oxytype.Unsubmitted
 		msg := rec.NotSubmitted()
-		ev.Error = &runlog.ErrorInfo{Message: msg}
+		ev.Error = &oxytype.ErrorInfo{Message: msg}
 		ev.Reason = msg
 	}
 	return ev

@@ -23,14 +23,15 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
 var (
-	feeder    = messages.Actor{Type: "feeder", Name: "test"}
-	submitter = messages.Actor{Type: "submitter", Name: "sub-0"}
-	poller    = messages.Actor{Type: "poller", Name: "pol-0"}
-	writer    = messages.Actor{Type: "writer", Name: "wri-0"}
+	feeder    = oxytype.Party{Type: "feeder", Name: "test"}
+	submitter = oxytype.Party{Type: "submitter", Name: "sub-0"}
+	poller    = oxytype.Party{Type: "poller", Name: "pol-0"}
+	writer    = oxytype.Party{Type: "writer", Name: "wri-0"}
 )
 
 // env is one test's broker with the topology, and a place for run logs.
@@ -159,13 +160,13 @@ func (e *env) start(cfg statusworker.Config) *running {
 func (e *env) announce(total int, runLog string) (string, messages.RunRecord) {
 	e.t.Helper()
 	run, err := e.topo.AnnounceRun(e.t.Context(), messages.RunAnnounced{
-		Total: total, FinalDataType: messages.FinalDataType, Destination: filepath.Join(e.t.TempDir(), "results"),
+		Total: total, FinalDataType: oxytype.FinalDataType, Destination: filepath.Join(e.t.TempDir(), "results"),
 		RunLog: runLog, StartedAt: time.Now(),
 	}, feeder)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ref := e.waitRun(run, func(r *messages.RunRecord) bool { return r.State != messages.RunStateAnnounced })
+	ref := e.waitRun(run, func(r *messages.RunRecord) bool { return r.State != oxytype.RunStateAnnounced })
 	return run, ref
 }
 
@@ -187,22 +188,22 @@ func (e *env) waitRun(run string, until func(r *messages.RunRecord) bool) messag
 
 func (e *env) waitCompleted(run string) messages.RunRecord {
 	e.t.Helper()
-	return e.waitRun(run, func(r *messages.RunRecord) bool { return r.State == messages.RunStateCompleted })
+	return e.waitRun(run, func(r *messages.RunRecord) bool { return r.State == oxytype.RunStateCompleted })
 }
 
 // stateAfterChecks waits until r has finished n more completion checks, or
 // run left state ready, and returns the run's state.
-func (e *env) stateAfterChecks(r *running, n int64, run string) messages.RunState {
+func (e *env) stateAfterChecks(r *running, n int64, run string) oxytype.RunState {
 	e.t.Helper()
 	target := statusworker.Checks(r.w) + n
-	var state messages.RunState
+	var state oxytype.RunState
 	testutil.Eventually(e.t, 10*time.Second, "completion checks", func() bool {
 		ref, err := e.topo.Runs().Get(context.Background(), run)
 		if err != nil {
 			e.t.Fatal(err)
 		}
 		state = ref.Record.State
-		return state != messages.RunStateReady || statusworker.Checks(r.w) >= target
+		return state != oxytype.RunStateReady || statusworker.Checks(r.w) >= target
 	})
 	return state
 }
@@ -215,7 +216,7 @@ func (e *env) publish(evs ...*messages.StatusEvent) {
 			ev.Time = time.Now().UTC()
 		}
 		origin := ev.Origin
-		if origin == (messages.Actor{}) {
+		if origin == (oxytype.Party{}) {
 			origin = feeder
 		}
 		m, err := messages.NewMsg(ev, origin)
@@ -291,26 +292,26 @@ func intp(n int) *int { return &n }
 
 // fed is the feeder's success at payload for doc n.
 func fed(run string, n int) *messages.StatusEvent {
-	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: messages.DataPayload,
-		Outcome: messages.Success, Origin: feeder, Payload: payloadOf(n)}
+	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: oxytype.DataPayload,
+		Outcome: oxytype.Success, Origin: feeder, Facts: oxytype.Facts{Payload: payloadOf(n)}}
 }
 
 // submitted is the submitter's success at submitted for doc n.
 func submitted(run string, n int) *messages.StatusEvent {
-	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: messages.DataSubmitted,
-		Outcome: messages.Success, Origin: submitter, APIJobID: jobID(n), Payload: payloadOf(n)}
+	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: oxytype.DataSubmitted,
+		Outcome: oxytype.Success, Origin: submitter, Facts: oxytype.Facts{APIJobID: jobID(n), Payload: payloadOf(n)}}
 }
 
 // polled is the poller's success at done for doc n.
 func polled(run string, n int) *messages.StatusEvent {
-	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: messages.DataDone,
-		Outcome: messages.Success, Origin: poller, APIJobID: jobID(n)}
+	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: oxytype.DataDone,
+		Outcome: oxytype.Success, Origin: poller, Facts: oxytype.Facts{APIJobID: jobID(n)}}
 }
 
 // written is the writer's success at written for doc n.
 func written(run string, n int) *messages.StatusEvent {
-	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: messages.DataWritten,
-		Outcome: messages.Success, Origin: writer, APIJobID: jobID(n)}
+	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: oxytype.DataWritten,
+		Outcome: oxytype.Success, Origin: writer, Facts: oxytype.Facts{APIJobID: jobID(n)}}
 }
 
 // doneDoc is every success event of a doc that goes all the way.
@@ -320,18 +321,17 @@ func doneDoc(run string, n int) []*messages.StatusEvent {
 
 // unfetched404 is the poller giving up on doc n's job after a 404.
 func unfetched404(run string, n int) *messages.StatusEvent {
-	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: messages.DataSubmitted,
-		Outcome: messages.HardFailure, Origin: submitter, Consumer: poller, RetryCount: 1,
+	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: oxytype.DataSubmitted,
+		Outcome: oxytype.HardFailure, Origin: submitter, Consumer: poller, RetryCount: 1,
 		Reason: fmt.Sprintf("Stopped checking job %s, because the API returned 404 Not Found", jobID(n)),
-		Error:  &runlog.ErrorInfo{StatusCode: intp(404), Message: "Not Found", TraceID: "00000001-000000000000000000000000"},
-		State:  runlog.Unfetched, APIJobID: jobID(n), Payload: payloadOf(n)}
+		Facts:  oxytype.Facts{Error: &oxytype.ErrorInfo{StatusCode: intp(404), Message: "Not Found", TraceID: "00000001-000000000000000000000000"}, State: oxytype.Unfetched, APIJobID: jobID(n), Payload: payloadOf(n)}}
 }
 
 // faulted is the poller finding doc n's job faulted.
 func faulted(run string, n int) *messages.StatusEvent {
-	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: messages.DataSubmitted,
-		Outcome: messages.HardFailure, Origin: submitter, Consumer: poller, RetryCount: 1,
-		Reason: fmt.Sprintf("Job %s faulted", jobID(n)), State: runlog.Faulted, APIJobID: jobID(n), Payload: payloadOf(n)}
+	return &messages.StatusEvent{Run: run, Doc: messages.DocID(n), DataType: oxytype.DataSubmitted,
+		Outcome: oxytype.HardFailure, Origin: submitter, Consumer: poller, RetryCount: 1,
+		Reason: fmt.Sprintf("Job %s faulted", jobID(n)), Facts: oxytype.Facts{State: oxytype.Faulted, APIJobID: jobID(n), Payload: payloadOf(n)}}
 }
 
 // seedEvents are the events of the seed's example: doc 0's status check
@@ -371,7 +371,7 @@ func (f *flakyLedger) Apply(ctx context.Context, entries []jobresults.Entry) (in
 	}
 	if doc, _ := f.failDoc.Load().(string); doc != "" {
 		for _, e := range entries {
-			if e.DocID == doc && e.DataType == string(messages.DataPayload) {
+			if e.DocID == doc && e.DataType == string(oxytype.DataPayload) {
 				f.failures.Add(1)
 				return 0, errOutage
 			}

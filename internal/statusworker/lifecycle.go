@@ -11,6 +11,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/retry"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
@@ -23,14 +24,14 @@ func (w *StatusWorker) reconcile(ctx context.Context, run string, periodic bool)
 	}
 	var err error
 	switch e.rec.State {
-	case messages.RunStateAnnounced:
+	case oxytype.RunStateAnnounced:
 		err = w.prepare(ctx, e.rec)
-	case messages.RunStateReady, messages.RunStateStopping:
+	case oxytype.RunStateReady, oxytype.RunStateStopping:
 		if periodic {
 			w.updateGauges(ctx, run)
 		}
 		err = w.checkCompletion(ctx, e, periodic)
-	case messages.RunStateCompleted:
+	case oxytype.RunStateCompleted:
 		if periodic && !e.verified {
 			err = w.verifyAnnounced(ctx, e.rec)
 		}
@@ -61,13 +62,13 @@ func (w *StatusWorker) prepare(ctx context.Context, rec messages.RunRecord) erro
 		}
 	}
 	applied, ref, err := w.cfg.Topology.Runs().Transition(ctx, run, func(r *messages.RunRecord) bool {
-		if r.State != messages.RunStateAnnounced {
+		if r.State != oxytype.RunStateAnnounced {
 			return false
 		}
 		if reason != "" {
-			r.State, r.Reason = messages.RunStateFailed, reason
+			r.State, r.Reason = oxytype.RunStateFailed, reason
 		} else {
-			r.State = messages.RunStateReady
+			r.State = oxytype.RunStateReady
 		}
 		return true
 	})
@@ -98,8 +99,24 @@ func (w *StatusWorker) saveRunLog(ctx context.Context, rec messages.RunRecord, f
 		Retryable: func(err error) bool { return !destination.IsPermanent(err) },
 	}, func(ctx context.Context) error {
 		var err error
-		where, err = runlog.Save(ctx, rec.Announced.RunLog, rec.Announced.Run, fill, w.cfg.Destination...)
+		where, err = saveRunLog(ctx, rec.Announced.RunLog, rec.Announced.Run, fill, w.cfg.Destination...)
 		return err
 	})
 	return where, err
+}
+
+// saveRunLog opens location (a folder or an object-store URL, see
+// pkg/destination), writes the run log of run there with runlog.Put, and
+// returns where the file is (the location as the destination renders it,
+// credentials redacted, joined with the file name).
+func saveRunLog(ctx context.Context, location, run string, fill func(io.Writer) error, opts ...destination.Option) (string, error) {
+	dst, err := destination.Open(ctx, location, opts...)
+	if err != nil {
+		return "", fmt.Errorf("runlog: run %s: %w", run, err)
+	}
+	defer func() { _ = dst.Close() }()
+	if err := runlog.Put(ctx, dst, run, fill); err != nil {
+		return "", err
+	}
+	return runlog.Location(dst.String(), run), nil
 }

@@ -55,7 +55,7 @@ func (w *StatusWorker) forgetRun(ctx context.Context, run string) {
 		return
 	}
 	rec := ref.Record
-	if !rec.State.Finished() || w.cfg.Now().Sub(rec.UpdatedAt) <= w.cfg.RunRetention {
+	if !rec.State.Terminal() || w.cfg.Now().Sub(rec.UpdatedAt) <= w.cfg.RunRetention {
 		return
 	}
 	// Stamp the ledger again first: records written after the run

@@ -13,7 +13,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // statusEvents counts the status events of run in the status stream.
@@ -105,7 +105,7 @@ func TestFaultAnOpenRunOutlivesTheRetentionAndStillCompletes(t *testing.T) {
 
 	t.Run("the open run keeps its record, claims and status events", func(t *testing.T) {
 		ref, err := e.topo.Runs().Get(ctx, open)
-		if err != nil || ref.Record.State != messages.RunStateReady {
+		if err != nil || ref.Record.State != oxytype.RunStateReady {
 			t.Fatalf("open run's record: %+v, %v", ref, err)
 		}
 		if n := e.claims(open, 2); n != 2 {
@@ -133,7 +133,7 @@ func TestFaultAnOpenRunOutlivesTheRetentionAndStillCompletes(t *testing.T) {
 			t.Fatalf("run log has %d lines, want 2:\n%s", len(lines), e.readLog(open))
 		}
 		for i, l := range lines {
-			if !strings.HasPrefix(l, `{"state":"`+string(runlog.Done)+`","id":"`+jobID(i)+`"`) {
+			if !strings.HasPrefix(l, `{"state":"`+string(oxytype.Done)+`","id":"`+jobID(i)+`"`) {
 				t.Errorf("run log line %d = %s", i, l)
 			}
 		}

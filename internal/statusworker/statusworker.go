@@ -15,7 +15,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/health"
 	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/internal/topology"
-	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // StatusWorker applies status events to the ledger, completes runs and
@@ -27,7 +27,7 @@ type StatusWorker struct {
 	met    *metrics
 	stage  *stage.Worker
 	runs   *tracker
-	actor  messages.Actor
+	actor  oxytype.Party
 	holder string // this process's identity in completion claims
 
 	// consumer and statusStream are set by Run before the runs are looked
@@ -60,7 +60,7 @@ func New(cfg Config) (*StatusWorker, error) {
 		cfg:    cfg,
 		log:    cfg.Logger.With(zap.String("stage", string(topology.StatusWorker))),
 		met:    met,
-		actor:  messages.Actor{Type: string(topology.StatusWorker), Name: cfg.Instance},
+		actor:  oxytype.Party{Type: string(topology.StatusWorker), Name: cfg.Instance},
 		holder: cfg.Instance + "/" + randomToken(),
 	}
 	w.rebuildMsg.Store("")
@@ -137,7 +137,7 @@ func (w *StatusWorker) Ready() health.Status {
 func (w *StatusWorker) Live() health.Status { return w.stage.Live() }
 
 // Actor is the identity the worker publishes as.
-func (w *StatusWorker) Actor() messages.Actor { return w.actor }
+func (w *StatusWorker) Actor() oxytype.Party { return w.actor }
 
 func randomToken() string {
 	var b [6]byte

@@ -17,6 +17,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -27,7 +28,7 @@ func TestSeedExample(t *testing.T) {
 	sw := e.start(e.config(store, nil))
 
 	run, rec := e.announce(3, e.logDir)
-	if rec.State != messages.RunStateReady {
+	if rec.State != oxytype.RunStateReady {
 		t.Fatalf("state %s (%s), want ready", rec.State, rec.Reason)
 	}
 	if got := e.readLog(run); got != "" {
@@ -134,10 +135,9 @@ func TestAConsumersFailureOutlivesALateSuccess(t *testing.T) {
 	r := e.start(e.config(store, nil))
 	run, _ := e.announce(3, e.logDir)
 
-	stopped := &messages.StatusEvent{Run: run, Doc: messages.DocID(0), DataType: messages.DataPayload,
-		Outcome: messages.HardFailure, Origin: feeder, Consumer: submitter, RetryCount: 1,
-		Reason: "Stopped submitting, because the run was stopped", State: runlog.Unsubmitted,
-		Error: &runlog.ErrorInfo{Message: "the run was stopped before this payload was submitted"}, Payload: payloadOf(0)}
+	stopped := &messages.StatusEvent{Run: run, Doc: messages.DocID(0), DataType: oxytype.DataPayload,
+		Outcome: oxytype.HardFailure, Origin: feeder, Consumer: submitter, RetryCount: 1,
+		Reason: "Stopped submitting, because the run was stopped", Facts: oxytype.Facts{State: oxytype.Unsubmitted, Error: &oxytype.ErrorInfo{Message: "the run was stopped before this payload was submitted"}, Payload: payloadOf(0)}}
 	e.publish(stopped, fed(run, 0))
 	e.publish(fed(run, 1), unfetched404(run, 1), submitted(run, 1))
 	e.publish(doneDoc(run, 2)...)
@@ -209,7 +209,7 @@ func TestTwoReplicasOneCompletion(t *testing.T) {
 		t.Fatalf("%d lines, %v", len(lines), err)
 	}
 	for i, l := range lines {
-		if l.State != runlog.Done || *l.ID != jobID(i) {
+		if l.State != oxytype.Done || *l.ID != jobID(i) {
 			t.Fatalf("line %d: %s %v", i+1, l.State, *l.ID)
 		}
 	}
@@ -235,7 +235,7 @@ func TestTransientLedgerOutage(t *testing.T) {
 		t.Fatal("something was written during the outage")
 	}
 	rec, err := e.topo.Runs().Get(t.Context(), run)
-	if err != nil || rec.Record.State != messages.RunStateReady {
+	if err != nil || rec.Record.State != oxytype.RunStateReady {
 		t.Fatalf("run during the outage: %v %v", rec, err)
 	}
 	flaky.down.Store(false)
@@ -250,7 +250,7 @@ func TestTransientLedgerOutage(t *testing.T) {
 	if n := len(e.completionsOf(run)); n != 1 {
 		t.Fatalf("%d RunCompleted messages, want 1", n)
 	}
-	if fails, _ := flaky.GetFailures(t.Context(), run, string(messages.DataStatus)); len(fails) != 0 {
+	if fails, _ := flaky.GetFailures(t.Context(), run, string(oxytype.DataStatus)); len(fails) != 0 {
 		t.Fatalf("events were dead-lettered: %+v", fails)
 	}
 }
@@ -326,7 +326,7 @@ func TestNoRunStrands(t *testing.T) {
 		testutil.Eventually(t, 10*time.Second, "events applied", func() bool {
 			return counter(t, sw.cfg, "oxy_statusworker_events_total", "result", "applied") == 10
 		})
-		if _, err := e.topo.AnnounceRun(t.Context(), messages.RunAnnounced{Run: run, Total: 3, FinalDataType: messages.FinalDataType,
+		if _, err := e.topo.AnnounceRun(t.Context(), messages.RunAnnounced{Run: run, Total: 3, FinalDataType: oxytype.FinalDataType,
 			RunLog: e.logDir, StartedAt: time.Now()}, feeder); err != nil {
 			t.Fatal(err)
 		}
@@ -360,7 +360,7 @@ func TestNoRunStrands(t *testing.T) {
 		t.Parallel()
 		e := setup(t)
 		e.start(e.config(jobresults.NewMemoryStore(), nil))
-		run, err := e.topo.AnnounceRun(t.Context(), messages.RunAnnounced{Total: 0, FinalDataType: messages.FinalDataType,
+		run, err := e.topo.AnnounceRun(t.Context(), messages.RunAnnounced{Total: 0, FinalDataType: oxytype.FinalDataType,
 			RunLog: e.logDir, StartedAt: time.Now()}, feeder)
 		if err != nil {
 			t.Fatal(err)
@@ -380,8 +380,8 @@ func TestNoRunStrands(t *testing.T) {
 		e := setup(t)
 		sw := e.start(e.config(jobresults.NewMemoryStore(), nil))
 		run, _ := e.announce(2, e.logDir)
-		writeFailed := &messages.StatusEvent{Run: run, Doc: "0", DataType: messages.DataDone, Outcome: messages.HardFailure,
-			Origin: poller, Consumer: writer, Reason: "write failed", State: runlog.Unfetched, APIJobID: jobID(0)}
+		writeFailed := &messages.StatusEvent{Run: run, Doc: "0", DataType: oxytype.DataDone, Outcome: oxytype.HardFailure,
+			Origin: poller, Consumer: writer, Reason: "write failed", Facts: oxytype.Facts{State: oxytype.Unfetched, APIJobID: jobID(0)}}
 		// Doc 0 is written and hard-failed; doc 1 is only fed. The cheap
 		// counts reach the total (2) while one doc is still open.
 		e.publish(append(doneDoc(run, 0), writeFailed, fed(run, 1))...)
@@ -390,7 +390,7 @@ func TestNoRunStrands(t *testing.T) {
 		})
 		// Several full checks (the periodic re-check runs every 100ms) must
 		// not complete it.
-		if state := e.stateAfterChecks(sw, 3, run); state != messages.RunStateReady {
+		if state := e.stateAfterChecks(sw, 3, run); state != oxytype.RunStateReady {
 			t.Fatalf("run %s with an open doc", state)
 		}
 		e.publish(submitted(run, 1), faulted(run, 1))
@@ -462,8 +462,8 @@ func TestNoRunStrands(t *testing.T) {
 		const run = "20260929T170412.345Z"
 		now := time.Now().UTC()
 		if _, err := e.topo.Runs().Create(t.Context(), messages.RunRecord{
-			Announced: messages.RunAnnounced{Run: run, Total: 1, FinalDataType: messages.FinalDataType, StartedAt: now},
-			State:     messages.RunStateCompleted, UpdatedAt: now,
+			Announced: messages.RunAnnounced{Run: run, Total: 1, FinalDataType: oxytype.FinalDataType, StartedAt: now},
+			State:     oxytype.RunStateCompleted, UpdatedAt: now,
 			Completed: &messages.RunCompleted{Run: run, Total: 1, Done: 1, CompletedAt: now},
 		}); err != nil {
 			t.Fatal(err)
@@ -495,7 +495,7 @@ func TestNoRunStrands(t *testing.T) {
 			n, _ := flaky.Ledger.CountCompletedDocs(t.Context(), run, "written")
 			return n == 1
 		})
-		if state := e.stateAfterChecks(sw, 3, run); state != messages.RunStateReady {
+		if state := e.stateAfterChecks(sw, 3, run); state != oxytype.RunStateReady {
 			t.Fatalf("run %s while an earlier event is unapplied", state)
 		}
 		flaky.failDoc.Store("")
@@ -512,13 +512,13 @@ func TestNoRunStrands(t *testing.T) {
 		run, _ := e.announce(2, e.logDir)
 		e.publish(doneDoc(run, 0)...)
 		if _, _, err := e.topo.Runs().Transition(t.Context(), run, func(r *messages.RunRecord) bool {
-			r.State, r.Reason = messages.RunStateStopping, "stopped by the user"
+			r.State, r.Reason = oxytype.RunStateStopping, "stopped by the user"
 			return true
 		}); err != nil {
 			t.Fatal(err)
 		}
-		e.publish(fed(run, 1), &messages.StatusEvent{Run: run, Doc: "1", DataType: messages.DataPayload, Outcome: messages.HardFailure,
-			Origin: feeder, Consumer: submitter, Reason: "the run was stopped", State: runlog.Unsubmitted})
+		e.publish(fed(run, 1), &messages.StatusEvent{Run: run, Doc: "1", DataType: oxytype.DataPayload, Outcome: oxytype.HardFailure,
+			Origin: feeder, Consumer: submitter, Reason: "the run was stopped", Facts: oxytype.Facts{State: oxytype.Unsubmitted}})
 		rec := e.waitCompleted(run)
 		if c := rec.Completed; c.Done != 1 || c.Unsubmitted != 1 {
 			t.Fatalf("completion %+v", c)
@@ -542,7 +542,7 @@ func TestRunLogLocation(t *testing.T) {
 			t.Fatal(err)
 		}
 		run, rec := e.announce(3, filepath.Join(file, "logs"))
-		if rec.State != messages.RunStateFailed || !strings.Contains(rec.Reason, "the run log cannot be written to") {
+		if rec.State != oxytype.RunStateFailed || !strings.Contains(rec.Reason, "the run log cannot be written to") {
 			t.Fatalf("run %s: state %s, reason %q", run, rec.State, rec.Reason)
 		}
 	})
@@ -563,7 +563,7 @@ func TestRunLogLocation(t *testing.T) {
 		testutil.Eventually(t, 10*time.Second, "a failed run-log write", func() bool {
 			return counter(t, sw.cfg, "oxy_statusworker_run_log_errors_total") >= 1
 		})
-		if rec, _ := e.topo.Runs().Get(t.Context(), run); rec.Record.State != messages.RunStateReady {
+		if rec, _ := e.topo.Runs().Get(t.Context(), run); rec.Record.State != oxytype.RunStateReady {
 			t.Fatalf("state %s without a run log", rec.Record.State)
 		}
 		if err := os.Remove(e.logDir); err != nil {
@@ -617,7 +617,7 @@ func TestMalformedEvents(t *testing.T) {
 	if c := rec.Completed; c.Done != 2 || c.Unfetched != 1 || c.Unidentified != 1 {
 		t.Fatalf("completion %+v", c)
 	}
-	fails, err := store.GetFailures(t.Context(), run, string(messages.DataStatus))
+	fails, err := store.GetFailures(t.Context(), run, string(oxytype.DataStatus))
 	if err != nil {
 		t.Fatal(err)
 	}

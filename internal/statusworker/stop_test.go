@@ -12,6 +12,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -70,17 +71,17 @@ func TestFaultAStoppedRunEndsAtItsDeadline(t *testing.T) {
 		t.Fatalf("run log: %d lines, %v", len(lines), err)
 	}
 	want := []struct {
-		state runlog.State
+		state oxytype.State
 		id    string
 		may   bool
 		says  string
 	}{
-		{runlog.Done, jobID(0), false, ""},
-		{runlog.Unfetched, jobID(1), false, "the run was stopped before this job's result was written; it can be fetched by id at no cost"},
-		{runlog.Unfetched, jobID(2), false, "before this job's result was written"},
-		{runlog.Unsubmitted, "", true, "while this payload's submission was in flight: its outcome is unknown; " + runlog.MayHaveBilled},
-		{runlog.Unsubmitted, "", false, reason},
-		{runlog.Unsubmitted, "", false, reason},
+		{oxytype.Done, jobID(0), false, ""},
+		{oxytype.Unfetched, jobID(1), false, "the run was stopped before this job's result was written; it can be fetched by id at no cost"},
+		{oxytype.Unfetched, jobID(2), false, "before this job's result was written"},
+		{oxytype.Unsubmitted, "", true, "while this payload's submission was in flight: its outcome is unknown; " + oxytype.MayHaveBilledText},
+		{oxytype.Unsubmitted, "", false, reason},
+		{oxytype.Unsubmitted, "", false, reason},
 	}
 	for i, w := range want {
 		l := lines[i]
@@ -175,7 +176,7 @@ func TestFaultTheCompletionLeaseIsRenewedWhileTheRunLogIsWritten(t *testing.T) {
 		defer close(done)
 		for {
 			ref, err := e.topo.Runs().Get(context.Background(), run)
-			if err != nil || ref.Record.State == messages.RunStateCompleted {
+			if err != nil || ref.Record.State == oxytype.RunStateCompleted {
 				return
 			}
 			if raw, ok := ref.Record.Extra["completing"]; ok {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // tracker follows every run record of the runs bucket through a KV watcher
@@ -65,9 +66,6 @@ func newTracker(w *StatusWorker) *tracker {
 	return &tracker{w: w, runs: map[string]*runEntry{}}
 }
 
-// open reports whether a run in state s still needs the statusworker.
-func open(s messages.RunState) bool { return !s.Finished() }
-
 // run watches the runs bucket and ticks until ctx is cancelled, then waits
 // for the reconciliations in flight.
 func (t *tracker) run(ctx context.Context) {
@@ -114,11 +112,11 @@ func (t *tracker) tick() {
 	for run, e := range t.runs {
 		age := now.Sub(e.rec.UpdatedAt)
 		switch {
-		case open(e.rec.State):
+		case e.rec.State.Open():
 			t.scheduleLocked(run, e, true)
 		case age > t.w.cfg.RunRetention && !e.busy:
 			expired = append(expired, run)
-		case e.rec.State == messages.RunStateCompleted && !e.verified:
+		case e.rec.State == oxytype.RunStateCompleted && !e.verified:
 			if age > verifyWindow {
 				e.verified = true
 			} else if age >= t.w.cfg.RecheckInterval {
@@ -195,14 +193,14 @@ func (t *tracker) observe(rec messages.RunRecord, rev uint64) {
 	} else if rev <= e.rev {
 		return
 	}
-	wasOpen := e.rev != 0 && open(e.rec.State)
+	wasOpen := e.rev != 0 && e.rec.State.Open()
 	e.rec, e.rev = rec, rev
-	if wasOpen && !open(rec.State) {
+	if wasOpen && !rec.State.Open() {
 		t.w.met.runDocs.DeletePartialMatch(prometheus.Labels{"run": run})
 		t.finishedLocked(rec)
 	}
 	t.updateOpenGaugeLocked()
-	if open(rec.State) {
+	if rec.State.Open() {
 		t.scheduleLocked(run, e, false)
 	}
 }
@@ -218,7 +216,7 @@ func (t *tracker) forget(run string) {
 func (t *tracker) updateOpenGaugeLocked() {
 	n := 0
 	for _, e := range t.runs {
-		if open(e.rec.State) {
+		if e.rec.State.Open() {
 			n++
 		}
 	}
@@ -230,7 +228,7 @@ func (t *tracker) updateOpenGaugeLocked() {
 func (t *tracker) touch(run string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e := t.runs[run]; e != nil && open(e.rec.State) {
+	if e := t.runs[run]; e != nil && e.rec.State.Open() {
 		t.scheduleLocked(run, e, false)
 	}
 }

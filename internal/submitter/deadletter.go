@@ -12,7 +12,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // deadLetter adjusts the record of a payload the runtime gives up on
@@ -44,9 +44,9 @@ func (s *Submitter) deadLetter(ctx context.Context, m *stage.Msg, ev *messages.S
 	kctx, cancel := s.kvContext(ctx)
 	ref, err := s.claims.Get(kctx, k.Run, k.Doc)
 	cancel()
-	ev.State = runlog.Unsubmitted
+	ev.State = oxytype.Unsubmitted
 	if ev.Error == nil {
-		ev.Error = &runlog.ErrorInfo{Message: ev.Reason}
+		ev.Error = &oxytype.ErrorInfo{Message: ev.Reason}
 	}
 	switch {
 	case errors.Is(err, topology.ErrNoClaim):
@@ -62,15 +62,15 @@ func (s *Submitter) deadLetter(ctx context.Context, m *stage.Msg, ev *messages.S
 			return nil
 		}
 		c := ref.Claim
-		ev.State, ev.APIJobID = runlog.Unfetched, c.APIJobID
-		ev.Error = &runlog.ErrorInfo{Message: fmt.Sprintf("job %s exists (the payload's claim holds its id), but it could not be passed on to be fetched; fetch it by id", c.APIJobID)}
+		ev.State, ev.APIJobID = oxytype.Unfetched, c.APIJobID
+		ev.Error = &oxytype.ErrorInfo{Message: fmt.Sprintf("job %s exists (the payload's claim holds its id), but it could not be passed on to be fetched; fetch it by id", c.APIJobID)}
 		return nil
 	case ref.Claim.State == messages.ClaimHeld && time.Since(ref.Claim.ClaimedAt) < s.cfg.ClaimStaleAfter:
 		s.met.count(outWait)
 		return stage.Wait(min(s.untilStale(ref.Claim), s.cfg.ClaimRecheck))
 	case ref.Claim.State == messages.ClaimHeld:
 		s.met.count(outUnknown)
-		ev.Error = &runlog.ErrorInfo{Message: unknownOutcomeError, MayHaveBilled: true}
+		ev.Error = &oxytype.ErrorInfo{Message: unknownOutcomeError, MayHaveBilled: true}
 		ev.Reason = fmt.Sprintf("%s; %s", ev.Reason, unknownOutcome(ref.Claim))
 		return nil
 	case ref.Claim.OutcomeUnknown():
@@ -99,8 +99,8 @@ func (s *Submitter) successFromClaim(m *stage.Msg, ev *messages.StatusEvent, c m
 	s.met.count(outRepublished)
 	*ev = messages.StatusEvent{
 		Run: env.Run, Doc: env.Doc, Attempt: env.Attempt,
-		DataType: messages.DataSubmitted, Outcome: messages.Success,
-		Origin: ev.Consumer, APIJobID: c.APIJobID, Payload: ev.Payload, Time: ev.Time,
+		DataType: oxytype.DataSubmitted, Outcome: oxytype.Success,
+		Origin: ev.Consumer, Facts: oxytype.Facts{APIJobID: c.APIJobID, Payload: ev.Payload}, Time: ev.Time,
 	}
 	return true
 }

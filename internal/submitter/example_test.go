@@ -14,6 +14,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -49,7 +50,7 @@ func Example() {
 	// A feeder publishes the payload of doc 0.
 	run := messages.NewRunID(time.Date(2026, 9, 29, 17, 4, 12, 345e6, time.UTC))
 	msg, err := messages.NewMsg(&messages.Payload{Run: run, Doc: messages.DocID(0),
-		Payload: json.RawMessage(`{"source":"universal","url":"https://example.com/"}`)}, messages.Actor{Type: "feeder", Name: "example"})
+		Payload: json.RawMessage(`{"source":"universal","url":"https://example.com/"}`)}, oxytype.Party{Type: "feeder", Name: "example"})
 	check(err)
 	_, err = js.PublishMsg(ctx, msg)
 	check(err)

@@ -17,7 +17,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // retryUnknownOnce opts a test's submitter in to the one retry after an
@@ -33,7 +33,7 @@ func failOn(pattern string, f emulator.Failure) emulator.Rule {
 // payload carrying the structured may-have-billed mark.
 func markedUnsubmitted(t *testing.T, ev messages.StatusEvent) {
 	t.Helper()
-	if ev.Outcome != messages.HardFailure || ev.State != runlog.Unsubmitted || ev.Error == nil || !ev.Error.MayHaveBilled {
+	if ev.Outcome != oxytype.HardFailure || ev.State != oxytype.Unsubmitted || ev.Error == nil || !ev.Error.MayHaveBilled {
 		t.Fatalf("event = %+v (error %+v), want unsubmitted with may_have_billed", ev, ev.Error)
 	}
 }
@@ -108,7 +108,7 @@ func TestFaultAnUnreadable202WithAJobIDHeaderIsThatJob(t *testing.T) {
 	e.start()
 	evs := e.settled()
 
-	if len(evs) != 1 || evs[0].Outcome != messages.Success || evs[0].DataType != messages.DataSubmitted {
+	if len(evs) != 1 || evs[0].Outcome != oxytype.Success || evs[0].DataType != oxytype.DataSubmitted {
 		t.Fatalf("events = %+v, want the success", evs)
 	}
 	id := evs[0].APIJobID
@@ -136,7 +136,7 @@ func TestFaultRetryUnknownOnceSendsAPayloadExactlyOnceMore(t *testing.T) {
 		e.start()
 		evs := e.settled()
 
-		if len(evs) != 2 || evs[0].Outcome != messages.SoftFailure || evs[1].Outcome != messages.Success {
+		if len(evs) != 2 || evs[0].Outcome != oxytype.SoftFailure || evs[1].Outcome != oxytype.Success {
 			t.Fatalf("events = %+v, want a soft failure then a success", evs)
 		}
 		if evs[0].Error == nil || !evs[0].Error.MayHaveBilled {
@@ -161,7 +161,7 @@ func TestFaultRetryUnknownOnceSendsAPayloadExactlyOnceMore(t *testing.T) {
 		e.start()
 		evs := e.settled()
 
-		if len(evs) != 2 || evs[0].Outcome != messages.SoftFailure {
+		if len(evs) != 2 || evs[0].Outcome != oxytype.SoftFailure {
 			t.Fatalf("events = %+v, want a soft failure then the hard one", evs)
 		}
 		markedUnsubmitted(t, evs[1])
@@ -188,7 +188,7 @@ func TestFaultRetryUnknownOnceSendsAPayloadExactlyOnceMore(t *testing.T) {
 			t.Fatalf("events = %+v, want three soft failures and the hard one", evs)
 		}
 		for _, ev := range evs[:3] {
-			if ev.Outcome != messages.SoftFailure || ev.Error == nil || !ev.Error.MayHaveBilled {
+			if ev.Outcome != oxytype.SoftFailure || ev.Error == nil || !ev.Error.MayHaveBilled {
 				t.Fatalf("soft failure %+v (error %+v) is not marked", ev, ev.Error)
 			}
 		}
@@ -211,7 +211,7 @@ func TestFaultRetryUnknownOnceSendsAPayloadExactlyOnceMore(t *testing.T) {
 		}}})
 		e.feedUniversal(0, 3)
 		e.start()
-		testutil.Eventually(t, 10*time.Second, "three successes", func() bool { return e.count(messages.Success) == 3 })
+		testutil.Eventually(t, 10*time.Second, "three successes", func() bool { return e.count(oxytype.Success) == 3 })
 		e.settled()
 		for i := range 3 {
 			if e.billed(i) != 2 {
@@ -240,7 +240,7 @@ func TestFaultTheMarkSurvivesAClaimThatCannotBeRead(t *testing.T) {
 		e.start()
 		evs := e.settled()
 
-		if len(evs) != 3 || evs[0].Outcome != messages.SoftFailure || evs[1].Outcome != messages.SoftFailure {
+		if len(evs) != 3 || evs[0].Outcome != oxytype.SoftFailure || evs[1].Outcome != oxytype.SoftFailure {
 			t.Fatalf("events = %+v, want two soft failures then the hard one", evs)
 		}
 		markedUnsubmitted(t, evs[2])
@@ -284,7 +284,7 @@ func TestFaultTheMarkSurvivesAClaimThatCannotBeRead(t *testing.T) {
 	t.Run("in a stopped run, from a released claim", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, options{})
-		e.createRun(messages.RunStateStopping, "stopped by the user")
+		e.createRun(oxytype.RunStateStopping, "stopped by the user")
 		ctx := context.Background()
 		claims := e.topo.Claims()
 		ref, err := claims.Acquire(ctx, run, "0", 0, "pod", time.Now())
@@ -349,9 +349,9 @@ func TestFaultBatchJobIDsAreValidated(t *testing.T) {
 	var marked, ok int
 	for _, ev := range evs {
 		switch {
-		case ev.Outcome == messages.Success && ev.APIJobID != "" && !strings.Contains(ev.APIJobID, "/"):
+		case ev.Outcome == oxytype.Success && ev.APIJobID != "" && !strings.Contains(ev.APIJobID, "/"):
 			ok++
-		case ev.Outcome == messages.HardFailure:
+		case ev.Outcome == oxytype.HardFailure:
 			markedUnsubmitted(t, ev)
 			marked++
 		default:
@@ -401,13 +401,13 @@ func TestFaultAPayloadNearTheMessageLimitIsRejectedNotUnsubmitted(t *testing.T) 
 			t.Errorf("doc %s: a reason of %d bytes", ev.Doc, len(ev.Reason))
 		}
 	}
-	if ev := byDoc["0"]; ev.State != runlog.Rejected || ev.Error == nil || ev.Error.Message != "The hostname cannot be an ip address." {
+	if ev := byDoc["0"]; ev.State != oxytype.Rejected || ev.Error == nil || ev.Error.Message != "The hostname cannot be an ip address." {
 		t.Errorf("doc 0: %+v", ev)
 	}
-	if ev := byDoc["1"]; ev.State != runlog.Rejected || ev.Error == nil || ev.Error.StatusCode == nil || *ev.Error.StatusCode != 400 {
+	if ev := byDoc["1"]; ev.State != oxytype.Rejected || ev.Error == nil || ev.Error.StatusCode == nil || *ev.Error.StatusCode != 400 {
 		t.Errorf("doc 1: %+v", ev)
 	}
-	if ev := byDoc["2"]; ev.Outcome != messages.Success || !bytes.Contains(ev.Payload, []byte(pad)) {
+	if ev := byDoc["2"]; ev.Outcome != oxytype.Success || !bytes.Contains(ev.Payload, []byte(pad)) {
 		t.Errorf("doc 2: outcome %s", ev.Outcome)
 	}
 	if e.jobs() != 1 || e.counter("oxy_stage_messages_total", "dead_letter") != 0 {

@@ -12,8 +12,8 @@ import (
 	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
 // item is one payload message on its way through a handler call.
@@ -176,7 +176,7 @@ func (s *Submitter) prepare(ctx context.Context, it *item, run runView) bool {
 			msg = ve.Message
 		}
 		s.met.count(outRejected)
-		it.res = stage.Hard(runlog.Rejected, fmt.Sprintf("Rejected %s: %s", it.what(), msg), &runlog.ErrorInfo{Message: msg})
+		it.res = stage.Hard(oxytype.Rejected, fmt.Sprintf("Rejected %s: %s", it.what(), msg), &oxytype.ErrorInfo{Message: msg})
 		return false
 	}
 	return s.precheck(ctx, it)
@@ -233,7 +233,7 @@ func (s *Submitter) runStopped(ctx context.Context, it *item, run runView) {
 	ref, err := s.claims.Get(kctx, it.env.Run, it.env.Doc)
 	cancel()
 	msg := run.why()
-	info := &runlog.ErrorInfo{Message: msg}
+	info := &oxytype.ErrorInfo{Message: msg}
 	switch {
 	case errors.Is(err, topology.ErrNoClaim):
 	case err != nil:
@@ -246,7 +246,7 @@ func (s *Submitter) runStopped(ctx context.Context, it *item, run runView) {
 		info = markedInfo(info)
 	}
 	s.met.count(outUnsubmitted)
-	it.res = stage.Hard(runlog.Unsubmitted, msg, info)
+	it.res = stage.Hard(oxytype.Unsubmitted, msg, info)
 }
 
 // claimHeld decides about a doc whose claim another delivery holds or left,
@@ -277,7 +277,7 @@ func (s *Submitter) claimHeld(ctx context.Context, it *item, ref topology.ClaimR
 			return true
 		}
 		s.met.count(outUnknown)
-		it.res = stage.Hard(runlog.Unsubmitted, unknownOutcome(c), &runlog.ErrorInfo{Message: unknownOutcomeError, MayHaveBilled: true})
+		it.res = stage.Hard(oxytype.Unsubmitted, unknownOutcome(c), &oxytype.ErrorInfo{Message: unknownOutcomeError, MayHaveBilled: true})
 		return false
 	case messages.ClaimUnknown:
 		// An earlier answer left the outcome unknown. It is sent again only
@@ -287,8 +287,8 @@ func (s *Submitter) claimHeld(ctx context.Context, it *item, ref topology.ClaimR
 		}
 		s.met.count(outUnknown)
 		reason := fmt.Sprintf("the outcome of submitting %s is unknown: %s; %s, so it is not submitted again automatically",
-			it.what(), c.Reason, runlog.MayHaveBilled)
-		it.res = stage.Hard(runlog.Unsubmitted, reason, markedInfo(&runlog.ErrorInfo{Message: c.Reason}))
+			it.what(), c.Reason, oxytype.MayHaveBilledText)
+		it.res = stage.Hard(oxytype.Unsubmitted, reason, markedInfo(&oxytype.ErrorInfo{Message: c.Reason}))
 		return false
 	default:
 		// Released between our look and now: claim it on the next delivery.
@@ -336,14 +336,14 @@ func (s *Submitter) takeOver(ctx context.Context, it *item, ref topology.ClaimRe
 // count; the claimant and the time are in the failure's reason
 // (unknownOutcome), in the ledger and the logs.
 const unknownOutcomeError = "the outcome of this payload's submission is unknown: a submitter claimed it and never recorded the API's answer " +
-	"(it most likely stopped inside the request); " + runlog.MayHaveBilled + ", so it is not resubmitted automatically"
+	"(it most likely stopped inside the request); " + oxytype.MayHaveBilledText + ", so it is not resubmitted automatically"
 
 // unknownOutcome is the reason of a doc whose claim was left without a job
 // id by a submitter that never recorded the API's answer.
 func unknownOutcome(c messages.Claim) string {
 	return fmt.Sprintf("the outcome of this payload's submission is unknown: %s claimed it at %s and never recorded the API's answer "+
 		"(it most likely stopped inside the request); %s, so it is not resubmitted automatically",
-		c.By, c.ClaimedAt.UTC().Format(time.RFC3339Nano), runlog.MayHaveBilled)
+		c.By, c.ClaimedAt.UTC().Format(time.RFC3339Nano), oxytype.MayHaveBilledText)
 }
 
 // publishSubmitted publishes the doc's Submitted and records its success
@@ -356,14 +356,14 @@ func (s *Submitter) publishSubmitted(it *item, jobID string, at time.Time) error
 	}
 	return it.m.Record(&messages.StatusEvent{
 		Run: it.env.Run, Doc: it.env.Doc, Attempt: it.env.Attempt,
-		DataType: messages.DataSubmitted, Outcome: messages.Success,
-		APIJobID: jobID, Payload: it.p.Redacted(),
+		DataType: oxytype.DataSubmitted, Outcome: oxytype.Success,
+		Facts: oxytype.Facts{APIJobID: jobID, Payload: it.p.Redacted()},
 	})
 }
 
 // retry is a soft failure, or on the message's last allowed delivery what
 // giveUp decides (rather than the runtime's generic "poison message").
-func (s *Submitter) retry(ctx context.Context, it *item, delay time.Duration, reason string, info *runlog.ErrorInfo, cause error) error {
+func (s *Submitter) retry(ctx context.Context, it *item, delay time.Duration, reason string, info *oxytype.ErrorInfo, cause error) error {
 	if !s.willRetry(it) {
 		return s.giveUp(ctx, it, reason, info, cause)
 	}
@@ -377,10 +377,10 @@ func (s *Submitter) retry(ctx context.Context, it *item, delay time.Duration, re
 // a job, or one that cannot be read, makes the payload unsubmitted with the
 // may-have-billed mark (a claim that may hold a job id is never plainly
 // unsubmitted); else it is unsubmitted with the last error.
-func (s *Submitter) giveUp(ctx context.Context, it *item, reason string, info *runlog.ErrorInfo, cause error) error {
+func (s *Submitter) giveUp(ctx context.Context, it *item, reason string, info *oxytype.ErrorInfo, cause error) error {
 	msg := fmt.Sprintf("gave up after %d deliveries: %s", it.m.NumDelivered(), reason)
 	if info == nil {
-		info = &runlog.ErrorInfo{Message: reason}
+		info = &oxytype.ErrorInfo{Message: reason}
 	}
 	kctx, cancel := s.kvContext(ctx)
 	ref, err := s.claims.Get(kctx, it.env.Run, it.env.Doc)
@@ -403,7 +403,7 @@ func (s *Submitter) giveUp(ctx context.Context, it *item, reason string, info *r
 	} else {
 		s.met.count(outUnsubmitted)
 	}
-	return &stage.HardError{State: runlog.Unsubmitted, Reason: msg, Info: info, Cause: cause}
+	return &stage.HardError{State: oxytype.Unsubmitted, Reason: msg, Info: info, Cause: cause}
 }
 
 // forEach calls fn(0..n-1) with at most limit calls running at once, and

@@ -25,12 +25,13 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 const run = "20260929T170412.345Z"
 
-var feeder = messages.Actor{Type: "feeder", Name: "test"}
+var feeder = oxytype.Party{Type: "feeder", Name: "test"}
 
 // options change one test's setup.
 type options struct {
@@ -194,10 +195,10 @@ func (e *env) publish(env messages.Envelope, withID bool) {
 }
 
 // createRun stores the run's record in the given state.
-func (e *env) createRun(state messages.RunState, reason string) {
+func (e *env) createRun(state oxytype.RunState, reason string) {
 	e.t.Helper()
 	rec := messages.RunRecord{
-		Announced: messages.RunAnnounced{Run: run, Total: 10, FinalDataType: messages.FinalDataType,
+		Announced: messages.RunAnnounced{Run: run, Total: 10, FinalDataType: oxytype.FinalDataType,
 			Destination: "out", RunLog: "logs", StartedAt: time.Now().UTC()},
 		State: state, Reason: reason, UpdatedAt: time.Now().UTC(),
 	}
@@ -243,7 +244,7 @@ func (e *env) events() []messages.StatusEvent {
 }
 
 // eventsOf returns the events of one doc with the given outcome.
-func (e *env) eventsOf(doc string, outcome messages.Outcome) []messages.StatusEvent {
+func (e *env) eventsOf(doc string, outcome oxytype.Outcome) []messages.StatusEvent {
 	e.t.Helper()
 	var out []messages.StatusEvent
 	for _, ev := range e.events() {
@@ -255,7 +256,7 @@ func (e *env) eventsOf(doc string, outcome messages.Outcome) []messages.StatusEv
 }
 
 // count counts the events with the given outcome (any doc).
-func (e *env) count(outcome messages.Outcome) int {
+func (e *env) count(outcome oxytype.Outcome) int {
 	e.t.Helper()
 	n := 0
 	for _, ev := range e.events() {

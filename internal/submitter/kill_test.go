@@ -24,7 +24,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -144,7 +144,7 @@ func TestAKillWhilePayloadsWaitForTheRateBudget(t *testing.T) {
 		// payload waits for the budget, and no request is in flight.
 		name:     "leaves no claim when no request is in flight",
 		pacer:    wsa.PacerConfig{Limit: 1, RenderLimit: 1, Window: 10 * time.Second},
-		killWhen: func(k *killSetup) bool { return k.obs.count(messages.Success) == 1 },
+		killWhen: func(k *killSetup) bool { return k.obs.count(oxytype.Success) == 1 },
 	}, {
 		// The second request is held inside the API; the pacer admits no
 		// other until it is answered.
@@ -201,10 +201,10 @@ func TestAKillWhilePayloadsWaitForTheRateBudget(t *testing.T) {
 			unknown, ok := 0, 0
 			for i := range n {
 				doc := messages.DocID(i)
-				hard := k.obs.eventsOf(doc, messages.HardFailure)
-				succ := k.obs.eventsOf(doc, messages.Success)
+				hard := k.obs.eventsOf(doc, oxytype.HardFailure)
+				succ := k.obs.eventsOf(doc, oxytype.Success)
 				switch {
-				case len(hard) == 1 && len(succ) == 0 && hard[0].State == runlog.Unsubmitted && hard[0].Error != nil &&
+				case len(hard) == 1 && len(succ) == 0 && hard[0].State == oxytype.Unsubmitted && hard[0].Error != nil &&
 					strings.Contains(hard[0].Error.Message, "outcome of this payload's submission is unknown"):
 					unknown++
 				case len(hard) == 0 && len(succ) >= 1:

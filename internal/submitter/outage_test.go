@@ -20,6 +20,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -155,13 +156,13 @@ func TestFaultAJobIDSurvivesABrokerOutageAndADrain(t *testing.T) {
 		t.Fatalf("claim = %+v, want submitted with the job's id", c)
 	}
 	testutil.Eventually(t, 10*time.Second, "the job's success is recorded", func() bool {
-		ok := obs.eventsOf("0", messages.Success)
+		ok := obs.eventsOf("0", oxytype.Success)
 		return len(ok) == 1 && ok[0].APIJobID == c.APIJobID
 	})
 	if subs := obs.submitted(); len(subs) != 1 || subs[0].APIJobID != c.APIJobID {
 		t.Fatalf("Submitted = %+v, want job %s", subs, c.APIJobID)
 	}
-	if n := obs.count(messages.HardFailure); n != 0 {
+	if n := obs.count(oxytype.HardFailure); n != 0 {
 		t.Fatalf("%d hard failures, want none", n)
 	}
 }

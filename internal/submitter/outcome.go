@@ -9,7 +9,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/internal/stage"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -46,12 +46,12 @@ func (s *Submitter) failed(ctx context.Context, it *item, err error) {
 	case wsa.Reject:
 		s.release(ctx, it, "rejected: "+text)
 		s.met.count(outRejected)
-		it.res = stage.Hard(runlog.Rejected, fmt.Sprintf("Rejected %s: %s", it.what(), text), info)
+		it.res = stage.Hard(oxytype.Rejected, fmt.Sprintf("Rejected %s: %s", it.what(), text), info)
 	case wsa.Throttle:
 		// The domain stays limited for minutes: never retried.
 		s.release(ctx, it, "domain throttle: "+text)
 		s.met.count(outUnsubmitted)
-		it.res = stage.Hard(runlog.Unsubmitted, fmt.Sprintf("Not submitted, because the API throttles the domain: %s", text), info)
+		it.res = stage.Hard(oxytype.Unsubmitted, fmt.Sprintf("Not submitted, because the API throttles the domain: %s", text), info)
 	case wsa.Stop:
 		// The account or the request is refused: every further submission
 		// of the run would be refused too.
@@ -59,7 +59,7 @@ func (s *Submitter) failed(ctx context.Context, it *item, err error) {
 		reason := "Stopped submitting, because " + stopCause(err)
 		s.runs.stop(ctx, it.env.Run, reason)
 		s.met.count(outUnsubmitted)
-		it.res = stage.Hard(runlog.Unsubmitted, reason, info)
+		it.res = stage.Hard(oxytype.Unsubmitted, reason, info)
 	default: // Retry, Canceled: a 429 of the rate limit, or nothing was sent
 		s.release(ctx, it, "retry: "+text)
 		var delay time.Duration
@@ -86,14 +86,14 @@ func (s *Submitter) unknown(ctx context.Context, it *item, err error) {
 	}
 	s.markUnknown(ctx, it, text)
 	info := markedInfo(errorInfo(err))
-	reason := fmt.Sprintf("submitting %s failed: %s; %s", it.what(), text, runlog.MayHaveBilled)
+	reason := fmt.Sprintf("submitting %s failed: %s; %s", it.what(), text, oxytype.MayHaveBilledText)
 	if s.cfg.RetryUnknownOnce && retries == 0 && s.willRetry(it) {
 		s.met.count(outRetry)
 		it.res = &stage.RetryError{Reason: reason + "; it will be sent once more, as configured", Info: info, Cause: err}
 		return
 	}
 	s.met.count(outUnknown)
-	it.res = &stage.HardError{State: runlog.Unsubmitted, Reason: reason + ", so it is not submitted again automatically", Info: info, Cause: err}
+	it.res = &stage.HardError{State: oxytype.Unsubmitted, Reason: reason + ", so it is not submitted again automatically", Info: info, Cause: err}
 }
 
 // willRetry reports whether a retryable failure of the item is retried
@@ -117,12 +117,12 @@ func stopCause(err error) string {
 }
 
 // errorInfo is the run log's error for a failed submission.
-func errorInfo(err error) *runlog.ErrorInfo {
+func errorInfo(err error) *oxytype.ErrorInfo {
 	var ae *wsa.APIError
 	if !errors.As(err, &ae) {
-		return &runlog.ErrorInfo{Message: redact.String(err.Error())}
+		return &oxytype.ErrorInfo{Message: redact.String(err.Error())}
 	}
-	info := &runlog.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
+	info := &oxytype.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
 	if ae.StatusCode > 0 {
 		code := ae.StatusCode
 		info.StatusCode = &code
@@ -133,9 +133,9 @@ func errorInfo(err error) *runlog.ErrorInfo {
 // markedInfo returns info with the may-have-billed mark: the structured
 // field, which is what recovery tools read, and the same words at the end
 // of the message for a human reader. A marked info is returned as it is.
-func markedInfo(info *runlog.ErrorInfo) *runlog.ErrorInfo {
+func markedInfo(info *oxytype.ErrorInfo) *oxytype.ErrorInfo {
 	if info == nil {
-		info = &runlog.ErrorInfo{}
+		info = &oxytype.ErrorInfo{}
 	}
 	if info.MayHaveBilled {
 		return info
@@ -143,9 +143,9 @@ func markedInfo(info *runlog.ErrorInfo) *runlog.ErrorInfo {
 	m := *info
 	m.MayHaveBilled = true
 	if m.Message == "" {
-		m.Message = runlog.MayHaveBilled
+		m.Message = oxytype.MayHaveBilledText
 	} else {
-		m.Message += "; " + runlog.MayHaveBilled
+		m.Message += "; " + oxytype.MayHaveBilledText
 	}
 	return &m
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // runView is what the submitter needs to know about a run: its record as
@@ -25,11 +26,7 @@ type runView struct {
 // (a payload delivered after its run completed would bill with no run log
 // to record it).
 func (v runView) stopped() bool {
-	switch v.rec.State {
-	case messages.RunStateStopping, messages.RunStateFailed, messages.RunStateCompleted:
-		return true
-	}
-	return false
+	return v.rec.State == oxytype.RunStateStopping || !v.rec.State.Open()
 }
 
 // why is the error of a payload that was not submitted because its run
@@ -122,7 +119,7 @@ func (r *runStates) view(ctx context.Context, run string) (runView, error) {
 func (r *runStates) stop(ctx context.Context, run, reason string) {
 	now := time.Now().UTC()
 	local := runView{rec: messages.RunRecord{
-		State: messages.RunStateStopping, Reason: reason, UpdatedAt: now,
+		State: oxytype.RunStateStopping, Reason: reason, UpdatedAt: now,
 		Stop: &messages.RunStop{Cause: messages.StopBySubmission, At: now},
 	}}
 	r.mu.Lock()

@@ -13,8 +13,8 @@ import (
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
 // spendDeliveries takes the next payload message from the submitter's
@@ -73,7 +73,7 @@ func TestFaultAHeldClaimIsNotDeadLetteredBeforeItIsStale(t *testing.T) {
 			t.Fatal(err)
 		}
 		evs := e.settled()
-		if len(evs) != 1 || evs[0].Outcome != messages.Success || evs[0].DataType != messages.DataSubmitted || evs[0].APIJobID != job.ID {
+		if len(evs) != 1 || evs[0].Outcome != oxytype.Success || evs[0].DataType != oxytype.DataSubmitted || evs[0].APIJobID != job.ID {
 			t.Fatalf("events = %+v, want the slow submitter's job as the success at submitted", evs)
 		}
 		if subs := e.submitted(); len(subs) != 1 || subs[0].APIJobID != job.ID {
@@ -98,7 +98,7 @@ func TestFaultAHeldClaimIsNotDeadLetteredBeforeItIsStale(t *testing.T) {
 		e.start()
 		evs := e.settled()
 		staleAt := claimedAt.Add(e.cfg.ClaimStaleAfter)
-		if len(evs) != 1 || evs[0].Outcome != messages.HardFailure || evs[0].State != runlog.Unsubmitted ||
+		if len(evs) != 1 || evs[0].Outcome != oxytype.HardFailure || evs[0].State != oxytype.Unsubmitted ||
 			evs[0].Error == nil || evs[0].Error.Message != unknownOutcomeErrorText {
 			t.Fatalf("events = %+v, want one unknown outcome", evs)
 		}
@@ -188,10 +188,10 @@ func TestFaultAClaimWhoseAnswerWasLostIsTakenBackNotAnUnknownOutcome(t *testing.
 	}
 	e.feedUniversal(0, 2)
 	e.start()
-	testutil.Eventually(t, 10*time.Second, "doc 0 submitted", func() bool { return len(e.eventsOf("0", messages.Success)) == 1 })
+	testutil.Eventually(t, 10*time.Second, "doc 0 submitted", func() bool { return len(e.eventsOf("0", oxytype.Success)) == 1 })
 
-	ok := e.eventsOf("0", messages.Success)
-	if ok[0].DataType != messages.DataSubmitted || ok[0].APIJobID == "" {
+	ok := e.eventsOf("0", oxytype.Success)
+	if ok[0].DataType != oxytype.DataSubmitted || ok[0].APIJobID == "" {
 		t.Fatalf("doc 0: %+v, want a success at submitted with a job id", ok[0])
 	}
 	if c := e.claim(0); c == nil || c.State != messages.ClaimSubmitted || c.APIJobID != ok[0].APIJobID {

@@ -16,7 +16,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -38,7 +38,7 @@ func TestSubmitsAPayloadOnce(t *testing.T) {
 	e.start()
 	evs := e.settled()
 
-	if len(evs) != 1 || evs[0].Outcome != messages.Success || evs[0].DataType != messages.DataSubmitted {
+	if len(evs) != 1 || evs[0].Outcome != oxytype.Success || evs[0].DataType != oxytype.DataSubmitted {
 		t.Fatalf("events = %+v, want one success at submitted", evs)
 	}
 	ev := evs[0]
@@ -74,13 +74,13 @@ func TestRedeliveredPayloadWithAJobIDIsNotResubmitted(t *testing.T) {
 	}
 	// The same message again, as after a crash between publishing and acking.
 	e.publish(&messages.Payload{Run: run, Doc: "0", Payload: universal(0)}, false)
-	testutil.Eventually(t, 10*time.Second, "a second success", func() bool { return len(e.eventsOf("0", messages.Success)) == 2 })
+	testutil.Eventually(t, 10*time.Second, "a second success", func() bool { return len(e.eventsOf("0", oxytype.Success)) == 2 })
 	e.settled()
 
 	if e.jobs() != 1 || e.requests(emulator.EndpointSubmit) != 1 {
 		t.Fatalf("billed %d jobs in %d requests, want 1 and 1", e.jobs(), e.requests(emulator.EndpointSubmit))
 	}
-	ok := e.eventsOf("0", messages.Success)
+	ok := e.eventsOf("0", oxytype.Success)
 	if ok[1].APIJobID != first[0].APIJobID {
 		t.Fatalf("republished success has job %s, want %s", ok[1].APIJobID, first[0].APIJobID)
 	}
@@ -107,7 +107,7 @@ func TestAJobIDStoredBeforeACrashIsPublishedFromTheClaim(t *testing.T) {
 	e.start()
 	evs := e.settled()
 
-	if len(evs) != 1 || evs[0].Outcome != messages.Success || evs[0].APIJobID != "7500000000000000042" {
+	if len(evs) != 1 || evs[0].Outcome != oxytype.Success || evs[0].APIJobID != "7500000000000000042" {
 		t.Fatalf("events = %+v, want one success with the claim's job", evs)
 	}
 	subs := e.submitted()
@@ -131,7 +131,7 @@ func TestAStaleClaimWithoutAJobIDIsAnUnknownOutcome(t *testing.T) {
 	e.start()
 	evs := e.settled()
 
-	if len(evs) != 1 || evs[0].Outcome != messages.HardFailure || evs[0].State != runlog.Unsubmitted || evs[0].Error == nil {
+	if len(evs) != 1 || evs[0].Outcome != oxytype.HardFailure || evs[0].State != oxytype.Unsubmitted || evs[0].Error == nil {
 		t.Fatalf("events = %+v, want one hard failure unsubmitted", evs)
 	}
 	// The run log's error is the same for every such payload (a report
@@ -174,7 +174,7 @@ func TestAYoungClaimIsWaitedForUntilItsHolderStoresTheJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs := e.settled()
-	if len(evs) != 1 || evs[0].Outcome != messages.Success || evs[0].APIJobID != "7500000000000000077" {
+	if len(evs) != 1 || evs[0].Outcome != oxytype.Success || evs[0].APIJobID != "7500000000000000077" {
 		t.Fatalf("events = %+v, want the holder's job as a success", evs)
 	}
 	if n := e.requests(emulator.EndpointSubmit) + e.requests(emulator.EndpointBatch); n != 0 {
@@ -189,7 +189,7 @@ func TestLocalValidationRejectsWithoutARequest(t *testing.T) {
 	e.start()
 	evs := e.settled()
 
-	if len(evs) != 1 || evs[0].Outcome != messages.HardFailure || evs[0].State != runlog.Rejected || evs[0].DataType != messages.DataPayload {
+	if len(evs) != 1 || evs[0].Outcome != oxytype.HardFailure || evs[0].State != oxytype.Rejected || evs[0].DataType != oxytype.DataPayload {
 		t.Fatalf("events = %+v, want one rejection at payload", evs)
 	}
 	if info := evs[0].Error; info == nil || info.StatusCode != nil || info.Message != "The hostname cannot be an ip address." {
@@ -213,7 +213,7 @@ func TestAn400IsRejectedWithItsStatusAndMessage(t *testing.T) {
 	e.start()
 	evs := e.settled()
 
-	if len(evs) != 1 || evs[0].State != runlog.Rejected || evs[0].Error == nil || evs[0].Error.StatusCode == nil {
+	if len(evs) != 1 || evs[0].State != oxytype.Rejected || evs[0].Error == nil || evs[0].Error.StatusCode == nil {
 		t.Fatalf("events = %+v, want one rejection with a status code", evs)
 	}
 	if info := evs[0].Error; *info.StatusCode != 400 || info.Message != "Parameter `geo_location` with value `United States` is not valid." || info.TraceID == "" {
@@ -283,9 +283,9 @@ func TestABatchAcceptedInPart(t *testing.T) {
 	}
 	for i := range 10 {
 		doc := messages.DocID(i)
-		ok, failed := e.eventsOf(doc, messages.Success), e.eventsOf(doc, messages.HardFailure)
+		ok, failed := e.eventsOf(doc, oxytype.Success), e.eventsOf(doc, oxytype.HardFailure)
 		if i == 1 || i == 4 || i == 7 {
-			if len(ok) != 0 || len(failed) != 1 || failed[0].State != runlog.Rejected || failed[0].Error == nil ||
+			if len(ok) != 0 || len(failed) != 1 || failed[0].State != oxytype.Rejected || failed[0].Error == nil ||
 				failed[0].Error.StatusCode == nil || *failed[0].Error.StatusCode != 202 || failed[0].Error.Message != refused {
 				t.Errorf("doc %s: successes %+v, failures %+v; want one rejection with 202", doc, ok, failed)
 			}
@@ -314,21 +314,21 @@ func TestASourceThatTakesNoBatchesFallsBackToSingles(t *testing.T) {
 	}
 	e.start()
 	e.settled()
-	if e.requests(emulator.EndpointBatch) != 1 || e.requests(emulator.EndpointSubmit) != 3 || e.jobs() != 3 || e.count(messages.Success) != 3 {
+	if e.requests(emulator.EndpointBatch) != 1 || e.requests(emulator.EndpointSubmit) != 3 || e.jobs() != 3 || e.count(oxytype.Success) != 3 {
 		t.Fatalf("batch %d, single %d, jobs %d, successes %d; want 1, 3, 3, 3",
-			e.requests(emulator.EndpointBatch), e.requests(emulator.EndpointSubmit), e.jobs(), e.count(messages.Success))
+			e.requests(emulator.EndpointBatch), e.requests(emulator.EndpointSubmit), e.jobs(), e.count(oxytype.Success))
 	}
 	// The source is remembered: no more batch attempts.
 	for i := 3; i < 6; i++ {
 		e.feed(i, walmart(i))
 	}
-	testutil.Eventually(t, 10*time.Second, "six successes", func() bool { return e.count(messages.Success) == 6 })
+	testutil.Eventually(t, 10*time.Second, "six successes", func() bool { return e.count(oxytype.Success) == 6 })
 	e.settled()
 	if e.requests(emulator.EndpointBatch) != 1 || e.requests(emulator.EndpointSubmit) != 6 || e.jobs() != 6 {
 		t.Fatalf("batch %d, single %d, jobs %d; want 1, 6, 6",
 			e.requests(emulator.EndpointBatch), e.requests(emulator.EndpointSubmit), e.jobs())
 	}
-	if n := e.count(messages.HardFailure) + e.count(messages.SoftFailure); n != 0 {
+	if n := e.count(oxytype.HardFailure) + e.count(oxytype.SoftFailure); n != 0 {
 		t.Fatalf("%d failures, want none", n)
 	}
 }
@@ -342,10 +342,10 @@ func TestA429IsRetriedAndBilledOnce(t *testing.T) {
 	e.start()
 	evs := e.settled()
 
-	if len(evs) != 2 || evs[0].Outcome != messages.SoftFailure || evs[1].Outcome != messages.Success {
+	if len(evs) != 2 || evs[0].Outcome != oxytype.SoftFailure || evs[1].Outcome != oxytype.Success {
 		t.Fatalf("events = %+v, want a soft failure then a success", evs)
 	}
-	if info := evs[0].Error; info == nil || info.StatusCode == nil || *info.StatusCode != 429 || evs[0].DataType != messages.DataPayload {
+	if info := evs[0].Error; info == nil || info.StatusCode == nil || *info.StatusCode != 429 || evs[0].DataType != oxytype.DataPayload {
 		t.Fatalf("soft failure = %+v", evs[0])
 	}
 	if e.jobs() != 1 || e.requests(emulator.EndpointSubmit) != 2 {
@@ -359,7 +359,7 @@ func TestA429IsRetriedAndBilledOnce(t *testing.T) {
 func TestA401StopsTheRun(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{emulator: emulator.Config{Username: "user", Password: "right"}, password: "wrong"})
-	e.createRun(messages.RunStateReady, "")
+	e.createRun(oxytype.RunStateReady, "")
 	e.feedUniversal(0, 3)
 	e.start()
 	evs := e.settled()
@@ -369,12 +369,12 @@ func TestA401StopsTheRun(t *testing.T) {
 		t.Fatalf("events = %+v, want 3", evs)
 	}
 	for _, ev := range evs {
-		if ev.Outcome != messages.HardFailure || ev.State != runlog.Unsubmitted || ev.Reason != reason ||
+		if ev.Outcome != oxytype.HardFailure || ev.State != oxytype.Unsubmitted || ev.Reason != reason ||
 			ev.Error == nil || ev.Error.StatusCode == nil || *ev.Error.StatusCode != 401 {
 			t.Errorf("event = %+v, want unsubmitted with the 401", ev)
 		}
 	}
-	if rec := e.runRecord(); rec.State != messages.RunStateStopping || rec.Reason != reason ||
+	if rec := e.runRecord(); rec.State != oxytype.RunStateStopping || rec.Reason != reason ||
 		rec.Stop == nil || rec.Stop.Cause != messages.StopBySubmission || !rec.Stop.Deadline.After(rec.Stop.At) {
 		t.Fatalf("run record %s %q %+v, want stopping with %q, by submission, with a deadline", rec.State, rec.Reason, rec.Stop, reason)
 	}
@@ -384,11 +384,11 @@ func TestA401StopsTheRun(t *testing.T) {
 	// The rest of the run is recorded without hammering the API.
 	before := e.api.Emulator.Stats().Unauthorized
 	e.feedUniversal(3, 6)
-	testutil.Eventually(t, 10*time.Second, "six failures", func() bool { return e.count(messages.HardFailure) == 6 })
+	testutil.Eventually(t, 10*time.Second, "six failures", func() bool { return e.count(oxytype.HardFailure) == 6 })
 	e.settled()
 	for i := 3; i < 6; i++ {
-		f := e.eventsOf(messages.DocID(i), messages.HardFailure)
-		if len(f) != 1 || f[0].State != runlog.Unsubmitted || f[0].Error == nil ||
+		f := e.eventsOf(messages.DocID(i), oxytype.HardFailure)
+		if len(f) != 1 || f[0].State != oxytype.Unsubmitted || f[0].Error == nil ||
 			f[0].Error.Message != reason {
 			t.Errorf("doc %d: %+v", i, f)
 		}
@@ -408,7 +408,7 @@ func TestADomainThrottleIsNeverRetried(t *testing.T) {
 	e.start()
 	evs := e.settled()
 
-	if len(evs) != 1 || evs[0].State != runlog.Unsubmitted || evs[0].Error == nil || evs[0].Error.StatusCode == nil ||
+	if len(evs) != 1 || evs[0].State != oxytype.Unsubmitted || evs[0].Error == nil || evs[0].Error.StatusCode == nil ||
 		*evs[0].Error.StatusCode != 429 || !strings.Contains(evs[0].Error.Message, "has been limited to 1 req/s") ||
 		evs[0].Error.MayHaveBilled {
 		t.Fatalf("events = %+v, want one unsubmitted with the throttle", evs)
@@ -432,11 +432,11 @@ func TestExhaustedRetriesAreUnsubmittedWithTheLastError(t *testing.T) {
 	e.start()
 	evs := e.settled()
 
-	if len(evs) != 3 || evs[0].Outcome != messages.SoftFailure || evs[1].Outcome != messages.SoftFailure || evs[2].Outcome != messages.HardFailure {
+	if len(evs) != 3 || evs[0].Outcome != oxytype.SoftFailure || evs[1].Outcome != oxytype.SoftFailure || evs[2].Outcome != oxytype.HardFailure {
 		t.Fatalf("events = %+v, want two soft failures and a hard one", evs)
 	}
 	last := evs[2]
-	if last.State != runlog.Unsubmitted || !strings.HasPrefix(last.Reason, "gave up after 3 deliveries: submitting universal "+url(0)+" failed: 429") ||
+	if last.State != oxytype.Unsubmitted || !strings.HasPrefix(last.Reason, "gave up after 3 deliveries: submitting universal "+url(0)+" failed: 429") ||
 		strings.Contains(last.Reason, "poison") || last.Error == nil || last.Error.StatusCode == nil || *last.Error.StatusCode != 429 {
 		t.Fatalf("last event = %+v", last)
 	}
@@ -458,14 +458,14 @@ func TestAStoppedRunsPayloadsAreNotSubmitted(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
-		state messages.RunState
+		state oxytype.RunState
 		want  string
 	}{
-		{"stopped by the user", messages.RunStateStopping, "the run was stopped before this payload was submitted (stopped by the user)"},
+		{"stopped by the user", oxytype.RunStateStopping, "the run was stopped before this payload was submitted (stopped by the user)"},
 		// A payload delivered after its run completed (a stopped run is
 		// completed at its deadline with payloads still queued) would bill
 		// with no run log left to record it.
-		{"already completed", messages.RunStateCompleted, "the run had ended before this payload was submitted"},
+		{"already completed", oxytype.RunStateCompleted, "the run had ended before this payload was submitted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -479,7 +479,7 @@ func TestAStoppedRunsPayloadsAreNotSubmitted(t *testing.T) {
 				t.Fatalf("events = %+v, want 2", evs)
 			}
 			for _, ev := range evs {
-				if ev.State != runlog.Unsubmitted || ev.Error == nil || ev.Error.StatusCode != nil || ev.Error.Message != tc.want {
+				if ev.State != oxytype.Unsubmitted || ev.Error == nil || ev.Error.StatusCode != nil || ev.Error.Message != tc.want {
 					t.Errorf("event = %+v, want unsubmitted with %q", ev, tc.want)
 				}
 			}
@@ -519,14 +519,14 @@ func TestAMalformedMessageIsAHardFailureAndTheWorkerGoesOn(t *testing.T) {
 		}
 		byDoc[ev.Doc] = ev
 	}
-	if ev := byDoc["0"]; ev.Outcome != messages.HardFailure || ev.State != runlog.Unsubmitted ||
+	if ev := byDoc["0"]; ev.Outcome != oxytype.HardFailure || ev.State != oxytype.Unsubmitted ||
 		!strings.Contains(ev.Reason, `"payload" must be a JSON object`) {
 		t.Errorf("doc 0 (payload not an object): %+v", ev)
 	}
-	if len(unknown) != 1 || unknown[0].Outcome != messages.HardFailure || !strings.Contains(unknown[0].Reason, "invalid JSON") {
+	if len(unknown) != 1 || unknown[0].Outcome != oxytype.HardFailure || !strings.Contains(unknown[0].Reason, "invalid JSON") {
 		t.Errorf("undecodable message: %+v", unknown)
 	}
-	if ev := byDoc["1"]; ev.Outcome != messages.Success {
+	if ev := byDoc["1"]; ev.Outcome != oxytype.Success {
 		t.Errorf("doc 1: %+v", ev)
 	}
 	if e.jobs() != 1 {
@@ -549,7 +549,7 @@ func TestDuplicatePayloadMessagesAreBilledOnce(t *testing.T) {
 		t.Fatalf("%d jobs, want 3", e.jobs())
 	}
 	for i, copies := range []int{3, 1, 2} {
-		ok := e.eventsOf(messages.DocID(i), messages.Success)
+		ok := e.eventsOf(messages.DocID(i), oxytype.Success)
 		if len(ok) != copies {
 			t.Fatalf("doc %d: %d successes, want %d", i, len(ok), copies)
 		}
@@ -562,7 +562,7 @@ func TestDuplicatePayloadMessagesAreBilledOnce(t *testing.T) {
 	if n := len(e.submitted()); n != 3 {
 		t.Fatalf("%d Submitted, want one per doc", n)
 	}
-	if n := e.count(messages.HardFailure) + e.count(messages.SoftFailure); n != 0 {
+	if n := e.count(oxytype.HardFailure) + e.count(oxytype.SoftFailure); n != 0 {
 		t.Fatalf("%d failures, want none", n)
 	}
 }
@@ -579,7 +579,7 @@ func TestADeadLetterWithAHeldClaimSaysTheOutcomeIsUnknown(t *testing.T) {
 	e.start()
 	evs := e.settled()
 
-	if len(evs) != 1 || evs[0].State != runlog.Unsubmitted || evs[0].Error == nil ||
+	if len(evs) != 1 || evs[0].State != oxytype.Unsubmitted || evs[0].Error == nil ||
 		!strings.Contains(evs[0].Reason, "outcome of this payload's submission is unknown: stuck-pod claimed it") ||
 		evs[0].Error.Message != unknownOutcomeErrorText {
 		t.Fatalf("events = %+v, want an unknown outcome", evs)
@@ -665,7 +665,7 @@ func TestPacedSubmissionsStayWithinTheRateLimitAndBillOnce(t *testing.T) {
 	}
 	e.feedUniversal(40, 160)
 	e.start()
-	testutil.Eventually(t, 20*time.Second, "160 successes", func() bool { return e.count(messages.Success) == 160 })
+	testutil.Eventually(t, 20*time.Second, "160 successes", func() bool { return e.count(oxytype.Success) == 160 })
 	e.settled()
 
 	// The pacer keeps within the budget; a window it opens before the API
@@ -680,7 +680,7 @@ func TestPacedSubmissionsStayWithinTheRateLimitAndBillOnce(t *testing.T) {
 		t.Fatalf("%d batch requests for 120 batchable payloads and one probe of walmart_search, want 3-6", n)
 	}
 	for i := range 160 {
-		if n := len(e.eventsOf(messages.DocID(i), messages.Success)); n != 1 {
+		if n := len(e.eventsOf(messages.DocID(i), oxytype.Success)); n != 1 {
 			t.Fatalf("doc %d: %d successes", i, n)
 		}
 	}
@@ -699,7 +699,7 @@ func TestADrainReleasesWhatWasNotSentAndARestartFinishesOnce(t *testing.T) {
 	}})
 	e.feedUniversal(0, 6)
 	stop := e.start()
-	testutil.Eventually(t, 10*time.Second, "a first success", func() bool { return e.count(messages.Success) >= 1 })
+	testutil.Eventually(t, 10*time.Second, "a first success", func() bool { return e.count(oxytype.Success) >= 1 })
 	began := time.Now()
 	if err := stop(); err != nil {
 		t.Fatalf("Run returned %v, want nil", err)
@@ -707,7 +707,7 @@ func TestADrainReleasesWhatWasNotSentAndARestartFinishesOnce(t *testing.T) {
 	if d := time.Since(began); d > 3*time.Second {
 		t.Fatalf("draining took %v", d)
 	}
-	done := e.count(messages.Success)
+	done := e.count(oxytype.Success)
 	if done == 6 {
 		t.Fatal("every payload was submitted before the drain began; the test did not drain anything")
 	}
@@ -716,7 +716,7 @@ func TestADrainReleasesWhatWasNotSentAndARestartFinishesOnce(t *testing.T) {
 	}
 	for i := range 6 {
 		c := e.claim(i)
-		ok := e.eventsOf(messages.DocID(i), messages.Success)
+		ok := e.eventsOf(messages.DocID(i), oxytype.Success)
 		switch {
 		case len(ok) == 1 && c != nil && c.State == messages.ClaimSubmitted && c.APIJobID == ok[0].APIJobID:
 		case len(ok) == 0 && (c == nil || c.State == messages.ClaimReleased):
@@ -724,7 +724,7 @@ func TestADrainReleasesWhatWasNotSentAndARestartFinishesOnce(t *testing.T) {
 			t.Fatalf("doc %d after the drain: claim %+v, successes %+v", i, c, ok)
 		}
 	}
-	if n := e.count(messages.HardFailure) + e.count(messages.SoftFailure); n != 0 {
+	if n := e.count(oxytype.HardFailure) + e.count(oxytype.SoftFailure); n != 0 {
 		t.Fatalf("%d failures recorded by the drain, want none", n)
 	}
 
@@ -735,7 +735,7 @@ func TestADrainReleasesWhatWasNotSentAndARestartFinishesOnce(t *testing.T) {
 	}
 	e.sub = again
 	e.start()
-	testutil.Eventually(t, 10*time.Second, "six successes", func() bool { return e.count(messages.Success) == 6 })
+	testutil.Eventually(t, 10*time.Second, "six successes", func() bool { return e.count(oxytype.Success) == 6 })
 	e.settled()
 	if e.jobs() != 6 {
 		t.Fatalf("%d jobs, want 6", e.jobs())
@@ -767,7 +767,7 @@ func TestADeadLetterWhoseClaimHoldsAJobIsTheJobsSuccess(t *testing.T) {
 	}
 	evs := e.settled()
 
-	if len(evs) != 1 || evs[0].Outcome != messages.Success || evs[0].DataType != messages.DataSubmitted ||
+	if len(evs) != 1 || evs[0].Outcome != oxytype.Success || evs[0].DataType != oxytype.DataSubmitted ||
 		evs[0].APIJobID != "7500000000000000099" || evs[0].Origin.Type != "submitter" {
 		t.Fatalf("events = %+v, want the success of the claim's job", evs)
 	}

@@ -41,3 +41,14 @@ func poll(t testing.TB, within time.Duration, cond func() bool, describe func() 
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Patient widens a test's bound on how long the pipeline may take: four
+// times under the race detector, which slows the stages about tenfold and
+// makes a loaded 2-core machine's minute several. A bound that only the
+// race detector breaks is a timing assumption, not a defect of the code.
+func Patient(d time.Duration) time.Duration {
+	if RaceEnabled {
+		return 4 * d
+	}
+	return d
+}

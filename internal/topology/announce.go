@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // maxRunIDBumps bounds how many milliseconds AnnounceRun moves a run id
@@ -20,7 +21,7 @@ const maxRunIDBumps = 1000
 // forward a millisecond at a time while another run holds it, so two runs
 // started in the same millisecond still get distinct, sortable ids. When
 // ann.Run is set and taken, the error wraps ErrRunExists.
-func (t *Topology) AnnounceRun(ctx context.Context, ann messages.RunAnnounced, origin messages.Actor) (string, error) {
+func (t *Topology) AnnounceRun(ctx context.Context, ann messages.RunAnnounced, origin oxytype.Party) (string, error) {
 	derive := ann.Run == ""
 	if derive {
 		ann.Run = messages.NewRunID(ann.StartedAt)
@@ -34,7 +35,7 @@ func (t *Topology) AnnounceRun(ctx context.Context, ann messages.RunAnnounced, o
 		return "", fmt.Errorf("topology: announce: %w", err)
 	}
 	for bump := 0; ; bump++ {
-		_, err := t.runs.Create(ctx, messages.RunRecord{Announced: ann, State: messages.RunStateAnnounced, UpdatedAt: time.Now().UTC()})
+		_, err := t.runs.Create(ctx, messages.RunRecord{Announced: ann, State: oxytype.RunStateAnnounced, UpdatedAt: time.Now().UTC()})
 		if err == nil {
 			break
 		}

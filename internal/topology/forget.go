@@ -27,7 +27,7 @@ var ErrRunOpen = errors.New("topology: the run is not finished")
 // (pkg/jobresults) and the run log are not touched.
 func (t *Topology) ForgetRun(ctx context.Context, ref *RunRef) error {
 	run := ref.Record.Announced.Run
-	if !ref.Record.State.Finished() {
+	if !ref.Record.State.Terminal() {
 		return fmt.Errorf("%w: run %s is %s", ErrRunOpen, run, ref.Record.State)
 	}
 	for _, p := range []struct{ stream, subject string }{

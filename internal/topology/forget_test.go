@@ -11,16 +11,17 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // seedRun gives a run a record in state, a claim, a payload, a status event
 // and an announcement and completion, and returns its record as read.
-func seedRun(t *testing.T, topo *topology.Topology, id string, state messages.RunState) *topology.RunRef {
+func seedRun(t *testing.T, topo *topology.Topology, id string, state oxytype.RunState) *topology.RunRef {
 	t.Helper()
 	ctx := context.Background()
 	js := topo.JetStream()
-	ann := messages.RunAnnounced{Run: id, Total: 1, FinalDataType: messages.FinalDataType, Destination: "out", StartedAt: time.Now().UTC()}
-	if _, err := topo.AnnounceRun(ctx, ann, messages.Actor{Type: "feeder"}); err != nil {
+	ann := messages.RunAnnounced{Run: id, Total: 1, FinalDataType: oxytype.FinalDataType, Destination: "out", StartedAt: time.Now().UTC()}
+	if _, err := topo.AnnounceRun(ctx, ann, oxytype.Party{Type: "feeder"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := topo.Runs().Transition(ctx, id, func(r *messages.RunRecord) bool { r.State = state; return true }); err != nil {
@@ -31,10 +32,10 @@ func seedRun(t *testing.T, topo *topology.Topology, id string, state messages.Ru
 	}
 	for _, e := range []messages.Envelope{
 		&messages.Payload{Run: id, Doc: "0", Payload: json.RawMessage(`{}`)},
-		&messages.StatusEvent{Run: id, Doc: "0", DataType: messages.DataPayload, Outcome: messages.Success, Time: time.Now()},
+		&messages.StatusEvent{Run: id, Doc: "0", DataType: oxytype.DataPayload, Outcome: oxytype.Success, Time: time.Now()},
 		&messages.RunCompleted{Run: id, Total: 1, Done: 1, CompletedAt: time.Now()},
 	} {
-		m, err := messages.NewMsg(e, messages.Actor{Type: "test"})
+		m, err := messages.NewMsg(e, oxytype.Party{Type: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,8 +85,8 @@ func TestForgetRun(t *testing.T) {
 	topo := ensure(t, js, topology.Config{})
 	ctx := context.Background()
 	const finished, open = "20260929T170412.345Z", "20260929T170412.346Z"
-	ref := seedRun(t, topo, finished, messages.RunStateCompleted)
-	openRef := seedRun(t, topo, open, messages.RunStateReady)
+	ref := seedRun(t, topo, finished, oxytype.RunStateCompleted)
+	openRef := seedRun(t, topo, open, oxytype.RunStateReady)
 
 	t.Run("an open run is never forgotten", func(t *testing.T) {
 		if err := topo.ForgetRun(ctx, openRef); !errors.Is(err, topology.ErrRunOpen) {

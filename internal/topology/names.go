@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Stream names.
@@ -50,7 +51,7 @@ type ConsumerSettings struct {
 	FilterSubject string
 	// InputDataType is the data type of the messages the stage consumes: the
 	// data type at which the runtime records their failures.
-	InputDataType messages.DataType
+	InputDataType oxytype.DataType
 	// AckWait is how long the server waits for an ack or a heartbeat before
 	// redelivering.
 	AckWait time.Duration
@@ -74,16 +75,16 @@ func DefaultConsumer(stage Stage) (ConsumerSettings, error) {
 	slow := []time.Duration{time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute}
 	switch stage {
 	case Submitter:
-		return ConsumerSettings{Stage: stage, Stream: StreamPayloads, FilterSubject: messages.AllPayloads, InputDataType: messages.DataPayload,
+		return ConsumerSettings{Stage: stage, Stream: StreamPayloads, FilterSubject: messages.AllPayloads, InputDataType: oxytype.DataPayload,
 			AckWait: time.Minute, MaxAckPending: 5000, MaxDeliver: 10, RetryBackoff: slow, HandlerTimeout: 2 * time.Minute}, nil
 	case Poller:
-		return ConsumerSettings{Stage: stage, Stream: StreamSubmitted, FilterSubject: messages.AllSubmitted, InputDataType: messages.DataSubmitted,
+		return ConsumerSettings{Stage: stage, Stream: StreamSubmitted, FilterSubject: messages.AllSubmitted, InputDataType: oxytype.DataSubmitted,
 			AckWait: 30 * time.Second, MaxAckPending: 20000, MaxDeliver: 2000, RetryBackoff: fast, HandlerTimeout: 30 * time.Second}, nil
 	case Writer:
-		return ConsumerSettings{Stage: stage, Stream: StreamDone, FilterSubject: messages.AllDone, InputDataType: messages.DataDone,
+		return ConsumerSettings{Stage: stage, Stream: StreamDone, FilterSubject: messages.AllDone, InputDataType: oxytype.DataDone,
 			AckWait: time.Minute, MaxAckPending: 256, MaxDeliver: 10, RetryBackoff: slow, HandlerTimeout: 5 * time.Minute}, nil
 	case StatusWorker:
-		return ConsumerSettings{Stage: stage, Stream: StreamStatus, FilterSubject: messages.AllStatus, InputDataType: messages.DataStatus,
+		return ConsumerSettings{Stage: stage, Stream: StreamStatus, FilterSubject: messages.AllStatus, InputDataType: oxytype.DataStatus,
 			AckWait: 30 * time.Second, MaxAckPending: 10000, MaxDeliver: 20, RetryBackoff: fast, HandlerTimeout: 30 * time.Second}, nil
 	}
 	return ConsumerSettings{}, fmt.Errorf("topology: unknown stage %q (want submitter, poller, writer or statusworker)", stage)

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Run record errors, checked with errors.Is.
@@ -173,15 +174,15 @@ func (r *Runs) Stop(ctx context.Context, run string, req StopRequest) (bool, err
 	applied, _, err := r.Transition(ctx, run, func(rec *messages.RunRecord) bool {
 		now := time.Now().UTC()
 		switch rec.State {
-		case messages.RunStateAnnounced, messages.RunStateReady:
+		case oxytype.RunStateAnnounced, oxytype.RunStateReady:
 			deadline := now.Add(rec.Announced.StopTimeoutOrDefault())
 			if req.Now {
 				deadline = now
 			}
-			rec.State, rec.Reason = messages.RunStateStopping, req.Reason
+			rec.State, rec.Reason = oxytype.RunStateStopping, req.Reason
 			rec.Stop = &messages.RunStop{Cause: req.Cause, At: now, Deadline: deadline}
 			return true
-		case messages.RunStateStopping:
+		case oxytype.RunStateStopping:
 			if !req.Now {
 				return false
 			}

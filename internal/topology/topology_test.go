@@ -17,6 +17,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/natsserver/natstest"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 const run = "20260929T170412.345Z"
@@ -262,7 +263,7 @@ func TestWorkMessagesAreDeduplicatedButStatusEventsAreNot(t *testing.T) {
 	ensure(t, js, topology.Config{})
 	ctx := context.Background()
 	send := func(e messages.Envelope) *jetstream.PubAck {
-		m, err := messages.NewMsg(e, messages.Actor{Type: "feeder"})
+		m, err := messages.NewMsg(e, oxytype.Party{Type: "feeder"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +284,7 @@ func TestWorkMessagesAreDeduplicatedButStatusEventsAreNot(t *testing.T) {
 	if ack := send(p); ack.Duplicate {
 		t.Fatal("a re-drive with a new attempt was dropped")
 	}
-	ev := &messages.StatusEvent{Run: run, Doc: "3", DataType: messages.DataPayload, Outcome: messages.Success, Time: time.Now()}
+	ev := &messages.StatusEvent{Run: run, Doc: "3", DataType: oxytype.DataPayload, Outcome: oxytype.Success, Time: time.Now()}
 	send(ev)
 	if ack := send(ev); ack.Duplicate {
 		t.Fatal("a status event was deduplicated")
@@ -386,8 +387,8 @@ func TestRuns(t *testing.T) {
 	topo := ensure(t, js, topology.Config{})
 	ctx := context.Background()
 	start := time.Date(2026, 9, 29, 17, 4, 12, 345_000_000, time.UTC)
-	ann := messages.RunAnnounced{Total: 2, FinalDataType: messages.FinalDataType, Destination: "out", RunLog: "logs", StartedAt: start}
-	feeder := messages.Actor{Type: "feeder", Name: "cli"}
+	ann := messages.RunAnnounced{Total: 2, FinalDataType: oxytype.FinalDataType, Destination: "out", RunLog: "logs", StartedAt: start}
+	feeder := oxytype.Party{Type: "feeder", Name: "cli"}
 
 	t.Run("runs started in the same millisecond get distinct sortable ids", func(t *testing.T) {
 		first, err := topo.AnnounceRun(ctx, ann, feeder)
@@ -423,7 +424,7 @@ func TestRuns(t *testing.T) {
 	t.Run("exactly one racer completes a run, and a waiter sees it", func(t *testing.T) {
 		waited := make(chan *topology.RunRef, 1)
 		go func() {
-			ref, err := topo.Runs().Wait(ctx, run, func(r *messages.RunRecord) bool { return r.State == messages.RunStateCompleted })
+			ref, err := topo.Runs().Wait(ctx, run, func(r *messages.RunRecord) bool { return r.State == oxytype.RunStateCompleted })
 			if err != nil {
 				t.Error(err)
 			}
@@ -436,10 +437,10 @@ func TestRuns(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				applied, _, err := topo.Runs().Transition(ctx, run, func(r *messages.RunRecord) bool {
-					if r.State == messages.RunStateCompleted {
+					if r.State == oxytype.RunStateCompleted {
 						return false
 					}
-					r.State = messages.RunStateCompleted
+					r.State = oxytype.RunStateCompleted
 					r.Completed = &messages.RunCompleted{Run: run, Total: 2, Done: 2, CompletedAt: time.Now().UTC()}
 					return true
 				})
@@ -457,7 +458,7 @@ func TestRuns(t *testing.T) {
 		}
 		select {
 		case ref := <-waited:
-			if ref == nil || ref.Record.State != messages.RunStateCompleted || ref.Record.Completed.Done != 2 {
+			if ref == nil || ref.Record.State != oxytype.RunStateCompleted || ref.Record.Completed.Done != 2 {
 				t.Fatalf("waiter saw %+v", ref)
 			}
 		case <-time.After(5 * time.Second):
@@ -485,7 +486,7 @@ func TestStateSurvivesARestartOnTheSameStoreDir(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	ensure(t, js, topology.Config{})
 	for i := range 5 {
-		m, _ := messages.NewMsg(&messages.Payload{Run: run, Doc: messages.DocID(i), Payload: json.RawMessage(`{}`)}, messages.Actor{Type: "feeder"})
+		m, _ := messages.NewMsg(&messages.Payload{Run: run, Doc: messages.DocID(i), Payload: json.RawMessage(`{}`)}, oxytype.Party{Type: "feeder"})
 		if _, err := js.PublishMsg(ctx, m); err != nil {
 			t.Fatal(err)
 		}
@@ -530,9 +531,9 @@ func TestStoppingARun(t *testing.T) {
 	_, js := setup(t)
 	topo := ensure(t, js, topology.Config{})
 	ctx := t.Context()
-	feeder := messages.Actor{Type: "feeder", Name: "cli"}
+	feeder := oxytype.Party{Type: "feeder", Name: "cli"}
 	announce := func(timeout time.Duration) string {
-		run, err := topo.AnnounceRun(ctx, messages.RunAnnounced{Total: 3, FinalDataType: messages.FinalDataType,
+		run, err := topo.AnnounceRun(ctx, messages.RunAnnounced{Total: 3, FinalDataType: oxytype.FinalDataType,
 			StartedAt: time.Now(), StopTimeout: timeout}, feeder)
 		if err != nil {
 			t.Fatal(err)
@@ -554,7 +555,7 @@ func TestStoppingARun(t *testing.T) {
 			t.Fatalf("Stop = %v, %v", applied, err)
 		}
 		rec := get(run)
-		if rec.State != messages.RunStateStopping || rec.Stop == nil || rec.Stop.Cause != messages.StopByOutput ||
+		if rec.State != oxytype.RunStateStopping || rec.Stop == nil || rec.Stop.Cause != messages.StopByOutput ||
 			rec.Stop.Deadline.Sub(rec.Stop.At) != 90*time.Second || !strings.HasPrefix(rec.Reason, "Stopped submitting") {
 			t.Fatalf("record %s %q %+v", rec.State, rec.Reason, rec.Stop)
 		}
@@ -594,7 +595,7 @@ func TestStoppingARun(t *testing.T) {
 	t.Run("a completed run is left as it is", func(t *testing.T) {
 		run := announce(0)
 		if _, _, err := topo.Runs().Transition(ctx, run, func(r *messages.RunRecord) bool {
-			r.State = messages.RunStateCompleted
+			r.State = oxytype.RunStateCompleted
 			return true
 		}); err != nil {
 			t.Fatal(err)
@@ -603,12 +604,12 @@ func TestStoppingARun(t *testing.T) {
 		if err != nil || applied {
 			t.Fatalf("Stop of a completed run = %v, %v", applied, err)
 		}
-		if rec := get(run); rec.State != messages.RunStateCompleted || rec.Stop != nil || !rec.Expires(messages.StopSettle).IsZero() {
+		if rec := get(run); rec.State != oxytype.RunStateCompleted || rec.Stop != nil || !rec.Expires(messages.StopSettle).IsZero() {
 			t.Fatalf("record %s %+v", rec.State, rec.Stop)
 		}
 	})
 	t.Run("a negative stop timeout is refused at announce", func(t *testing.T) {
-		_, err := topo.AnnounceRun(ctx, messages.RunAnnounced{Total: 1, FinalDataType: messages.FinalDataType,
+		_, err := topo.AnnounceRun(ctx, messages.RunAnnounced{Total: 1, FinalDataType: oxytype.FinalDataType,
 			StartedAt: time.Now(), StopTimeout: -time.Second}, feeder)
 		if err == nil || !strings.Contains(err.Error(), "stop timeout -1s is negative") {
 			t.Fatalf("AnnounceRun = %v", err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
-	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 )
 
@@ -25,7 +25,7 @@ func BenchmarkWriter(b *testing.B) {
 				f.cfg.Destinations.S3 = s3.config()
 				dest = "s3://" + bucket + "/bench"
 			}
-			run := f.announce(dest, messages.FinalDataType)
+			run := f.announce(dest, oxytype.FinalDataType)
 			ids, bodies := f.doneJobs(b.N)
 			for i, id := range ids {
 				f.done(run, i, id, bodies[i])

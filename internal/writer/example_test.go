@@ -18,6 +18,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/writer"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
@@ -65,8 +66,8 @@ func Example() {
 	// its destination, create the job, publish Submitted.
 	results := filepath.Join(dir, "results")
 	run, err := topo.AnnounceRun(ctx, messages.RunAnnounced{
-		Total: 1, FinalDataType: messages.FinalDataType, Destination: results, RunLog: dir, StartedAt: time.Now(),
-	}, messages.Actor{Type: "feeder", Name: "example"})
+		Total: 1, FinalDataType: oxytype.FinalDataType, Destination: results, RunLog: dir, StartedAt: time.Now(),
+	}, oxytype.Party{Type: "feeder", Name: "example"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -79,7 +80,7 @@ func Example() {
 		return
 	}
 	msg, _ := messages.NewMsg(&messages.Submitted{Run: run, Doc: messages.DocID(0), APIJobID: job.ID,
-		Payload: json.RawMessage(body), SubmittedAt: time.Now()}, messages.Actor{Type: "submitter", Name: "example"})
+		Payload: json.RawMessage(body), SubmittedAt: time.Now()}, oxytype.Party{Type: "submitter", Name: "example"})
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		fmt.Println(err)
 		return

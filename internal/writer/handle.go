@@ -13,7 +13,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -25,8 +25,8 @@ func (w *Writer) handle(ctx context.Context, m *stage.Msg) error {
 		return err // recorded by the runtime as a hard failure, terminated
 	}
 	if !wsa.ValidJobID(d.APIJobID) {
-		return stage.Hard(runlog.Unfetched, fmt.Sprintf("api job id %q is not a job id", redact.String(d.APIJobID)),
-			&runlog.ErrorInfo{Message: "invalid api job id"})
+		return stage.Hard(oxytype.Unfetched, fmt.Sprintf("api job id %q is not a job id", redact.String(d.APIJobID)),
+			&oxytype.ErrorInfo{Message: "invalid api job id"})
 	}
 
 	start := time.Now()
@@ -55,7 +55,7 @@ func (w *Writer) handle(ctx context.Context, m *stage.Msg) error {
 		if outputFailure(kind, err) && ctx.Err() == nil {
 			w.stops.stop(ctx, d.Run, err)
 		}
-		info := &runlog.ErrorInfo{Message: redact.String(err.Error())}
+		info := &oxytype.ErrorInfo{Message: redact.String(err.Error())}
 		if kind == kindFetch || kind == kindExpired {
 			info = errorInfo(err)
 		}
@@ -69,8 +69,8 @@ func (w *Writer) handle(ctx context.Context, m *stage.Msg) error {
 	}
 	return m.Record(&messages.StatusEvent{
 		Run: d.Run, Doc: d.Doc, Attempt: d.Attempt,
-		DataType: messages.DataWritten, Outcome: messages.Success,
-		APIJobID: d.APIJobID, Payload: d.Payload,
+		DataType: oxytype.DataWritten, Outcome: oxytype.Success,
+		Facts: oxytype.Facts{APIJobID: d.APIJobID, Payload: d.Payload},
 	})
 }
 
@@ -128,7 +128,7 @@ func outputFailure(kind string, err error) bool {
 // run has ended (or its stop's deadline passed) and nobody waits for the
 // file any more: the job is done at the API, so it is recorded unfetched
 // and can be fetched by id later.
-func (w *Writer) fail(ctx context.Context, m *stage.Msg, d *messages.Done, kind string, err error, info *runlog.ErrorInfo) error {
+func (w *Writer) fail(ctx context.Context, m *stage.Msg, d *messages.Done, kind string, err error, info *oxytype.ErrorInfo) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		// A drain cut the write short (a timeout would be DeadlineExceeded,
 		// and counts): not a failure of the job, whatever the error says.
@@ -138,10 +138,10 @@ func (w *Writer) fail(ctx context.Context, m *stage.Msg, d *messages.Done, kind 
 	reason := fmt.Sprintf("writing job %s: %v", d.APIJobID, err)
 	md := w.worker.Settings().MaxDeliver
 	if hopeless(err) || (md > 0 && m.NumDelivered() >= md) {
-		return &stage.HardError{State: runlog.Unfetched, Reason: reason, Info: info, Cause: err}
+		return &stage.HardError{State: oxytype.Unfetched, Reason: reason, Info: info, Cause: err}
 	}
 	if ended := w.runEnded(ctx, d.Run); ended != "" {
-		return &stage.HardError{State: runlog.Unfetched, Reason: reason + "; " + ended, Info: info, Cause: err}
+		return &stage.HardError{State: oxytype.Unfetched, Reason: reason + "; " + ended, Info: info, Cause: err}
 	}
 	return &stage.RetryError{Reason: reason, Info: info, Cause: err}
 }
@@ -157,9 +157,9 @@ func (w *Writer) runEnded(ctx context.Context, run string) string {
 		return ""
 	}
 	switch rec := ref.Record; {
-	case rec.State == messages.RunStateCompleted:
+	case rec.State == oxytype.RunStateCompleted:
 		return "the run has ended; the job can be fetched by id at no cost"
-	case rec.State == messages.RunStateStopping && !time.Now().Before(rec.Expires(messages.StopSettle)):
+	case rec.State == oxytype.RunStateStopping && !time.Now().Before(rec.Expires(messages.StopSettle)):
 		// (With the default settle time: a statusworker set to a shorter
 		// one ends the run sooner, and the check above then applies.)
 		return "the run's stop deadline has passed; the job can be fetched by id at no cost"
@@ -179,9 +179,9 @@ func hopeless(err error) bool {
 
 // errorInfo is the run log's error for a failed fetch: the API's status code
 // (204 when the results expired), message and trace id.
-func errorInfo(err error) *runlog.ErrorInfo {
+func errorInfo(err error) *oxytype.ErrorInfo {
 	if ae, ok := errors.AsType[*wsa.APIError](err); ok {
-		info := &runlog.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
+		info := &oxytype.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
 		if ae.StatusCode != 0 {
 			code := ae.StatusCode
 			info.StatusCode = &code
@@ -190,9 +190,9 @@ func errorInfo(err error) *runlog.ErrorInfo {
 	}
 	if nc, ok := errors.AsType[*wsa.NoContentError](err); ok {
 		code := http.StatusNoContent
-		return &runlog.ErrorInfo{StatusCode: &code, Message: redact.String(nc.Error())}
+		return &oxytype.ErrorInfo{StatusCode: &code, Message: redact.String(nc.Error())}
 	}
-	return &runlog.ErrorInfo{Message: redact.String(err.Error())}
+	return &oxytype.ErrorInfo{Message: redact.String(err.Error())}
 }
 
 // countingReader counts the bytes read and keeps the first read error, so

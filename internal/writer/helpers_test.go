@@ -30,13 +30,14 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/destination/s3dest"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 var (
-	pollerActor = messages.Actor{Type: "poller", Name: "test"}
-	feeder      = messages.Actor{Type: "feeder", Name: "test"}
+	pollerActor = oxytype.Party{Type: "poller", Name: "test"}
+	feeder      = oxytype.Party{Type: "feeder", Name: "test"}
 )
 
 // maxDeliver is the writer consumer's MaxDeliver in these tests.
@@ -117,7 +118,7 @@ func (f *fixture) start() *writer.Writer {
 }
 
 // announce creates a run writing to dest and returns its id.
-func (f *fixture) announce(dest string, final messages.DataType) string {
+func (f *fixture) announce(dest string, final oxytype.DataType) string {
 	f.t.Helper()
 	start := time.Date(2026, 9, 29, 17, 4, 12, 0, time.UTC).Add(time.Duration(f.runs.Add(1)) * time.Second)
 	id, err := f.topo.AnnounceRun(f.t.Context(), messages.RunAnnounced{
@@ -239,7 +240,7 @@ func (f *fixture) final(run, doc string) []messages.StatusEvent {
 			return false
 		}
 		o := evs[len(evs)-1].Outcome
-		return o == messages.Success || o == messages.HardFailure
+		return o == oxytype.Success || o == oxytype.HardFailure
 	}, "doc %s of run %s reaches a final event", doc, run)
 	return evs
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Kinds of failure, as counted by oxy_writer_failures_total.
@@ -110,7 +111,7 @@ func (t *targets) lookup(ctx context.Context, run string) (string, destination.D
 	}
 	location := rec.Announced.Destination
 	if location == "" {
-		if rec.Announced.FinalDataType == messages.DataDone {
+		if rec.Announced.FinalDataType == oxytype.DataDone {
 			return "", nil, nil
 		}
 		return kindRun, nil, fmt.Errorf("run %s: %w", run, errNoDestination)

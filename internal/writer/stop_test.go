@@ -14,7 +14,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // record reads a run's record.
@@ -31,7 +31,7 @@ func (f *fixture) record(run string) messages.RunRecord {
 func (f *fixture) ready(run string) {
 	f.t.Helper()
 	if _, _, err := f.topo.Runs().Transition(f.t.Context(), run, func(r *messages.RunRecord) bool {
-		r.State = messages.RunStateReady
+		r.State = oxytype.RunStateReady
 		return true
 	}); err != nil {
 		f.t.Fatal(err)
@@ -69,12 +69,12 @@ func TestFaultAFullDiskStopsTheRunAndTheJobIsWrittenOnceSpaceIsFreed(t *testing.
 	f.start()
 	dir := testutil.SmallDisk(t, 64<<10)
 	filler := fill(t, dir)
-	run := f.announce(dir, messages.FinalDataType)
+	run := f.announce(dir, oxytype.FinalDataType)
 	f.ready(run)
 	id, body := f.job("https://sandbox.oxylabs.io/products/21")
 	f.done(run, 0, id, body)
 
-	testutil.Eventually(t, 10*time.Second, "the run stopped", func() bool { return f.record(run).State == messages.RunStateStopping })
+	testutil.Eventually(t, 10*time.Second, "the run stopped", func() bool { return f.record(run).State == oxytype.RunStateStopping })
 	rec := f.record(run)
 	if rec.Stop == nil || rec.Stop.Cause != messages.StopByOutput || !rec.Stop.Deadline.After(rec.Stop.At) ||
 		!strings.HasPrefix(rec.Reason, "Stopped submitting, because a write to the destination failed: destination "+dir) ||
@@ -93,11 +93,11 @@ func TestFaultAFullDiskStopsTheRunAndTheJobIsWrittenOnceSpaceIsFreed(t *testing.
 	}
 	evs := f.final(run, "0")
 	last := evs[len(evs)-1]
-	if last.Outcome != messages.Success || last.DataType != messages.DataWritten {
+	if last.Outcome != oxytype.Success || last.DataType != oxytype.DataWritten {
 		t.Fatalf("last event = %+v, want written once space was freed", last)
 	}
 	for _, ev := range evs[:len(evs)-1] {
-		if ev.Outcome != messages.SoftFailure || !strings.Contains(ev.Error.Message, "no space left on device") {
+		if ev.Outcome != oxytype.SoftFailure || !strings.Contains(ev.Error.Message, "no space left on device") {
 			t.Fatalf("event = %+v, want soft failures saying the disk is full", ev)
 		}
 	}
@@ -119,24 +119,24 @@ func TestFaultAFailedWriteIsRetriedQuicklyBeforeItStopsTheRun(t *testing.T) {
 	f.start()
 
 	t.Run("a failure that passes stops nothing", func(t *testing.T) {
-		run := f.announce("s3://"+bucket+"/passing", messages.FinalDataType)
+		run := f.announce("s3://"+bucket+"/passing", oxytype.FinalDataType)
 		f.ready(run)
 		s3.failPuts.Store(2)
 		id, body := f.job("https://sandbox.oxylabs.io/products/22")
 		f.done(run, 0, id, body)
 		assertWritten(t, f.final(run, "0"), id)
-		if rec := f.record(run); rec.State != messages.RunStateReady {
+		if rec := f.record(run); rec.State != oxytype.RunStateReady {
 			t.Fatalf("run %s, want ready", rec.State)
 		}
 	})
 	t.Run("a failure that outlasts the quick tries stops the run", func(t *testing.T) {
-		run := f.announce("s3://"+bucket+"/failing", messages.FinalDataType)
+		run := f.announce("s3://"+bucket+"/failing", oxytype.FinalDataType)
 		f.ready(run)
 		s3.failPuts.Store(-1)
 		before := s3.puts.Load()
 		id, body := f.job("https://sandbox.oxylabs.io/products/23")
 		f.done(run, 0, id, body)
-		testutil.Eventually(t, 10*time.Second, "the run stopped", func() bool { return f.record(run).State == messages.RunStateStopping })
+		testutil.Eventually(t, 10*time.Second, "the run stopped", func() bool { return f.record(run).State == oxytype.RunStateStopping })
 		if got := s3.puts.Load() - before; got < 3 {
 			t.Fatalf("%d uploads before the stop, want 3 (one and two quick tries)", got)
 		}
@@ -159,9 +159,9 @@ func TestFaultAWriteOfAnEndedRunIsNotRetried(t *testing.T) {
 	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	run := f.announce(filepath.Join(file, "results"), messages.FinalDataType)
+	run := f.announce(filepath.Join(file, "results"), oxytype.FinalDataType)
 	if _, _, err := f.topo.Runs().Transition(t.Context(), run, func(r *messages.RunRecord) bool {
-		r.State = messages.RunStateCompleted
+		r.State = oxytype.RunStateCompleted
 		return true
 	}); err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestFaultAWriteOfAnEndedRunIsNotRetried(t *testing.T) {
 	f.done(run, 0, id, body)
 	evs := f.final(run, "0")
 	last := evs[len(evs)-1]
-	if len(evs) != 1 || last.Outcome != messages.HardFailure || last.State != runlog.Unfetched || last.APIJobID != id ||
+	if len(evs) != 1 || last.Outcome != oxytype.HardFailure || last.State != oxytype.Unfetched || last.APIJobID != id ||
 		!strings.Contains(last.Reason, "the run has ended; the job can be fetched by id at no cost") {
 		t.Fatalf("events = %+v, want one unfetched saying the run ended", evs)
 	}
@@ -189,7 +189,7 @@ func TestFaultAResultsBodyThatIsNotJSONIsNeverWritten(t *testing.T) {
 	}})
 	f.start()
 	dir := t.TempDir()
-	run := f.announce(dir, messages.FinalDataType)
+	run := f.announce(dir, oxytype.FinalDataType)
 
 	once, onceBody := f.job("https://sandbox.oxylabs.io/html-once")
 	f.done(run, 0, once, onceBody)
@@ -197,7 +197,7 @@ func TestFaultAResultsBodyThatIsNotJSONIsNeverWritten(t *testing.T) {
 	f.done(run, 1, short, shortBody)
 
 	evs := f.final(run, "0")
-	if len(evs) != 2 || evs[0].Outcome != messages.SoftFailure ||
+	if len(evs) != 2 || evs[0].Outcome != oxytype.SoftFailure ||
 		!strings.Contains(evs[0].Error.Message, "reading the results of job "+once+": not JSON: expected a value, found '<' at byte 0") {
 		t.Fatalf("events = %+v, want a soft failure saying the body is not JSON, then a success", evs)
 	}
@@ -205,7 +205,7 @@ func TestFaultAResultsBodyThatIsNotJSONIsNeverWritten(t *testing.T) {
 
 	evs = f.final(run, "1")
 	last := evs[len(evs)-1]
-	if len(evs) != maxDeliver || last.Outcome != messages.HardFailure || last.State != runlog.Unfetched || last.APIJobID != short ||
+	if len(evs) != maxDeliver || last.Outcome != oxytype.HardFailure || last.State != oxytype.Unfetched || last.APIJobID != short ||
 		last.Error == nil || !strings.Contains(last.Error.Message, "not JSON: unexpected end of input") {
 		t.Fatalf("events = %+v, want retries then unfetched saying the body is not JSON", evs)
 	}
@@ -219,7 +219,7 @@ func TestFaultAResultsBodyThatIsNotJSONIsNeverWritten(t *testing.T) {
 	if len(names) != 1 || names[0].Name() != once+".json" {
 		t.Fatalf("the folder holds %v, want only %s.json", names, once)
 	}
-	if rec := f.record(run); rec.State == messages.RunStateStopping {
+	if rec := f.record(run); rec.State == oxytype.RunStateStopping {
 		t.Fatal("a body that is not JSON stopped the run: it is the API's failure, not the destination's")
 	}
 }

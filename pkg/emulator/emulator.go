@@ -209,7 +209,7 @@ func (e *Emulator) serveJob(w http.ResponseWriter, r *http.Request, ep Endpoint,
 		if ep == EndpointStatus {
 			f = j.out.statusFailure
 		}
-		if f.take() {
+		if f.take(strconv.FormatUint(j.id, 10)) {
 			e.fail(w, r, &f.Failure, user)
 			return
 		}

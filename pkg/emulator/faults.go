@@ -111,7 +111,7 @@ func (e *Emulator) injectedFault(ep Endpoint, n uint64) *Failure {
 		if f.probability > 0 && unitFloat(e.seed, 0x6661756c74, n, uint64(len(f.on))) >= f.probability {
 			continue
 		}
-		if f.take() {
+		if f.take("") {
 			return &f.Failure
 		}
 	}

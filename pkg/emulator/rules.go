@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -114,7 +113,10 @@ type Failure struct {
 	Message string
 	// Drop closes the connection without any answer.
 	Drop bool
-	// Times limits how many requests fail; 0 fails every matching request.
+	// Times limits how many requests fail for each input (a submission's URL
+	// or query; a job, for status and results failures); 0 fails every
+	// matching request. Counting per input keeps a scripted failure on the
+	// payloads it names however the client groups them into batches.
 	Times int
 	// AfterCreate (submissions only) creates the jobs before failing, so
 	// the outcome is unknown to the client and the jobs bill.
@@ -170,21 +172,32 @@ func (f Failure) validate() error {
 	return nil
 }
 
-// failure is a Failure with its remaining count.
+// failure is a Failure with the count of requests it failed per input.
 type failure struct {
 	Failure
-	used atomic.Int64
+	mu   sync.Mutex
+	used map[string]int
 }
 
-// take reports whether this failure applies to one more request.
-func (f *failure) take() bool {
+// take reports whether this failure applies to one more request for key
+// (the input, or the job id; "" for failures that count every request).
+func (f *failure) take(key string) bool {
 	if f == nil {
 		return false
 	}
 	if f.Times == 0 {
 		return true
 	}
-	return f.used.Add(1) <= int64(f.Times)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.used[key] >= f.Times {
+		return false
+	}
+	if f.used == nil {
+		f.used = map[string]int{}
+	}
+	f.used[key]++
+	return true
 }
 
 func newFailure(f *Failure) *failure {

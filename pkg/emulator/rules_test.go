@@ -102,6 +102,7 @@ func TestRules(t *testing.T) {
 		{Pattern: regexp.MustCompile(`/612$`), Outcome: Outcome{Fault: true, FaultStatusCode: 612}},
 		{Pattern: regexp.MustCompile(`/results-404$`), Outcome: Outcome{ResultsFailure: &Failure{Status: 404, Message: "Query not found.", Times: 1}}},
 		{Pattern: regexp.MustCompile(`/flaky$`), Outcome: Outcome{SubmitFailure: &Failure{Status: 502, Times: 2}}},
+		{Pattern: regexp.MustCompile(`/each-[ab]$`), Outcome: Outcome{SubmitFailure: &Failure{Status: 503, Times: 1}}},
 		{Pattern: regexp.MustCompile(`/unknown-outcome$`), Outcome: Outcome{SubmitFailure: &Failure{Status: 500, Times: 1, AfterCreate: true}}},
 		{Pattern: regexp.MustCompile(`/cut$`), Outcome: Outcome{SubmitFailure: &Failure{CutBody: true, AfterCreate: true, Times: 1}}},
 		{Pattern: regexp.MustCompile(`lowrate\.com`), Outcome: Outcome{Throttle: true}},
@@ -161,6 +162,15 @@ func TestRules(t *testing.T) {
 		if got := f.srv.Emulator.Stats().CreatedByInput["https://sandbox.oxylabs.io/flaky"]; got != before+1 {
 			t.Fatalf("created %d", got)
 		}
+	})
+
+	t.Run("a failure's times count for each input, not for the rule", func(t *testing.T) {
+		a := `{"source":"universal","url":"https://sandbox.oxylabs.io/each-a"}`
+		b := `{"source":"universal","url":"https://sandbox.oxylabs.io/each-b"}`
+		f.do("POST", "/v1/queries", a).expect(t, 503)
+		f.do("POST", "/v1/queries", b).expect(t, 503)
+		f.submit(a)
+		f.submit(b)
 	})
 
 	t.Run("a failure after creation bills a job the client never heard of", func(t *testing.T) {

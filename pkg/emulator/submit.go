@@ -110,7 +110,7 @@ func (e *Emulator) admit(w http.ResponseWriter, r *http.Request, b *body, user s
 			e.throttle(w, r, input, user)
 			return admission{}, false
 		}
-		if out.submitFailure.take() {
+		if out.submitFailure.take(input) {
 			submitFailure = out.submitFailure
 			if !submitFailure.AfterCreate {
 				e.fail(w, r, &submitFailure.Failure, user)
@@ -260,7 +260,7 @@ func (e *Emulator) serveBatch(w http.ResponseWriter, r *http.Request, user strin
 			errs = append(errs, be)
 			continue
 		}
-		if out != nil && out.submitFailure.take() {
+		if out != nil && out.submitFailure.take(input) {
 			failures = append(failures, out.submitFailure)
 		}
 		good = append(good, accepted{input: input, out: out})

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // The memory store's goals: at least 1,000,000 record writes per second
@@ -65,8 +66,8 @@ func docIDs(n int) []string {
 
 func BenchmarkMemoryStoreWrites(b *testing.B) {
 	ctx := context.Background()
-	origin := jobresults.Party{Type: "poller", Name: "poller-0"}
-	consumer := jobresults.Party{Type: "writer", Name: "writer-0"}
+	origin := oxytype.Party{Type: "poller", Name: "poller-0"}
+	consumer := oxytype.Party{Type: "writer", Name: "writer-0"}
 	const pool = 1 << 18
 	ids := docIDs(pool)
 	jobs := make([]string, 8) // at most 8 × pool new documents: bounded memory
@@ -80,7 +81,7 @@ func BenchmarkMemoryStoreWrites(b *testing.B) {
 		runWriters(b, func(_, i int) error {
 			// Every write creates a record: a new document, in a new job
 			// every pool writes.
-			k := jobresults.Key{JobID: jobs[(i/pool)%len(jobs)], DataType: "submitted", DocID: ids[i%pool]}
+			k := jobresults.Key{Run: jobs[(i/pool)%len(jobs)], DataType: "submitted", DocID: ids[i%pool]}
 			return s.RecordSuccess(ctx, k, origin)
 		})
 	})
@@ -94,7 +95,7 @@ func BenchmarkMemoryStoreWrites(b *testing.B) {
 			// failure at done (job pending) and its success, written.
 			doc := ids[(i/6)%pool]
 			job := jobs[(i/(6*pool))%len(jobs)]
-			key := func(stage string) jobresults.Key { return jobresults.Key{JobID: job, DataType: stage, DocID: doc} }
+			key := func(stage string) jobresults.Key { return jobresults.Key{Run: job, DataType: stage, DocID: doc} }
 			switch i % 6 {
 			case 0:
 				return s.RecordSuccess(ctx, key("payload"), origin)
@@ -115,7 +116,7 @@ func BenchmarkMemoryStoreWrites(b *testing.B) {
 		s := jobresults.NewMemoryStore()
 		const docs = 100_000
 		for i := range docs * len(benchStages) {
-			if err := s.RecordSuccess(ctx, jobresults.Key{JobID: "run", DataType: benchStages[i%len(benchStages)], DocID: ids[i/len(benchStages)]}, origin); err != nil {
+			if err := s.RecordSuccess(ctx, jobresults.Key{Run: "run", DataType: benchStages[i%len(benchStages)], DocID: ids[i/len(benchStages)]}, origin); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -123,7 +124,7 @@ func BenchmarkMemoryStoreWrites(b *testing.B) {
 		runWriters(b, func(_, i int) error {
 			// 12 successes, 3 soft failures and 1 hard failure in 16 writes,
 			// spread over 400,000 existing records.
-			k := jobresults.Key{JobID: "run", DataType: benchStages[i%len(benchStages)], DocID: ids[(i/len(benchStages))%docs]}
+			k := jobresults.Key{Run: "run", DataType: benchStages[i%len(benchStages)], DocID: ids[(i/len(benchStages))%docs]}
 			switch i % 16 {
 			case 3, 7, 11:
 				return s.RecordSoftFailure(ctx, k, origin, consumer, 1, "job still pending")
@@ -145,8 +146,8 @@ func BenchmarkMemoryStoreWrites(b *testing.B) {
 			// One versioned entry per operation, written in batches of 100
 			// per writer (the status worker's path).
 			batches[w] = append(batches[w], jobresults.Entry{
-				Key:     jobresults.Key{JobID: "run", DataType: benchStages[i%len(benchStages)], DocID: ids[(i/len(benchStages))%pool]},
-				Outcome: jobresults.Success, Origin: origin, Version: uint64(i + 1),
+				Key:     jobresults.Key{Run: "run", DataType: benchStages[i%len(benchStages)], DocID: ids[(i/len(benchStages))%pool]},
+				Outcome: oxytype.Success, Origin: origin, Version: uint64(i + 1),
 			})
 			if len(batches[w]) < batch && i+benchWriters < b.N {
 				return nil
@@ -164,20 +165,20 @@ func BenchmarkMemoryStoreWrites(b *testing.B) {
 func BenchmarkMemoryStoreReads1M(b *testing.B) {
 	ctx := context.Background()
 	s := jobresults.NewMemoryStore()
-	origin := jobresults.Party{Type: "poller", Name: "poller-0"}
+	origin := oxytype.Party{Type: "poller", Name: "poller-0"}
 	const docs = 250_000
 	ids := docIDs(docs)
 	entries := make([]jobresults.Entry, 0, 10_000)
 	for i := range docs * len(benchStages) {
 		en := jobresults.Entry{
-			Key:     jobresults.Key{JobID: "run", DataType: benchStages[i%len(benchStages)], DocID: ids[i/len(benchStages)]},
-			Outcome: jobresults.Success, Origin: origin,
+			Key:     jobresults.Key{Run: "run", DataType: benchStages[i%len(benchStages)], DocID: ids[i/len(benchStages)]},
+			Outcome: oxytype.Success, Origin: origin,
 		}
 		switch i % 16 {
 		case 5:
-			en.Outcome, en.Consumer, en.Reason = jobresults.SoftFailure, origin, "job still pending"
+			en.Outcome, en.Consumer, en.Reason = oxytype.SoftFailure, origin, "job still pending"
 		case 13:
-			en.Outcome, en.Consumer, en.Reason = jobresults.HardFailure, origin, "job faulted"
+			en.Outcome, en.Consumer, en.Reason = oxytype.HardFailure, origin, "job faulted"
 		}
 		if entries = append(entries, en); len(entries) == cap(entries) {
 			if _, err := s.Apply(ctx, entries); err != nil {
@@ -248,7 +249,7 @@ func BenchmarkMemoryStoreReads1M(b *testing.B) {
 						return
 					default:
 					}
-					k := jobresults.Key{JobID: "run", DataType: benchStages[i%len(benchStages)], DocID: ids[(i/len(benchStages))%docs]}
+					k := jobresults.Key{Run: "run", DataType: benchStages[i%len(benchStages)], DocID: ids[(i/len(benchStages))%docs]}
 					if err := s.RecordSuccess(ctx, k, origin); err != nil {
 						b.Error(err)
 						return

@@ -7,32 +7,19 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/internal/redact"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
-
-// Outcome is what happened to a document at a stage.
-type Outcome string
-
-// The three outcomes.
-const (
-	Success     Outcome = "success"
-	SoftFailure Outcome = "soft_failure"
-	HardFailure Outcome = "hard_failure"
-)
-
-// Valid reports whether o is one of the three outcomes.
-func (o Outcome) Valid() bool { return o == Success || o == SoftFailure || o == HardFailure }
 
 // Entry is one write of a batch (see BatchWriter). The seed methods are
 // entries with Version 0 and no run-log fields.
 type Entry struct {
 	Key
 	// Outcome is the outcome to record.
-	Outcome Outcome
+	Outcome oxytype.Outcome
 	// Origin is the producer of the message.
-	Origin Party
+	Origin oxytype.Party
 	// Consumer is the consumer that failed it; ignored for a success.
-	Consumer Party
+	Consumer oxytype.Party
 	// RetryCount replaces the stored retry count (soft failures only; must
 	// not be negative).
 	RetryCount int
@@ -53,23 +40,13 @@ type Entry struct {
 	// (stores with scoping enabled only).
 	Scope string
 
-	// Run-log fields. State and Error describe this outcome: each entry
-	// replaces them (an empty one clears them). APIJobID, Payload and Upload
-	// describe the document: they are stored when non-empty and kept
-	// otherwise.
-
-	// State is the run-log state hint, e.g. runlog.Rejected; "" for none.
-	State runlog.State
-	// APIJobID is the API job id.
-	APIJobID string
-	// Payload is the document's payload, valid JSON; URL credentials in it
-	// are redacted before it is stored.
-	Payload json.RawMessage
-	// Error is the structured error of a failure; its message is redacted
-	// before it is stored. Ignored for a success.
-	Error *runlog.ErrorInfo
-	// Upload is the cloud-storage upload entry.
-	Upload *runlog.Upload
+	// Facts are the run-log facts. State and Error describe this outcome:
+	// each entry replaces them (an empty one clears them; a success's Error
+	// is ignored). APIJobID, Payload and Upload describe the document: they
+	// are stored when non-empty and kept otherwise. Payload must be valid
+	// JSON; URL credentials in it and in Error's message are redacted before
+	// they are stored.
+	oxytype.Facts
 }
 
 // prepared is a validated entry ready for a store: times normalised, texts
@@ -86,13 +63,13 @@ func prepare(e Entry, scope string, now time.Time) (prepared, error) {
 		return prepared{}, err
 	}
 	switch e.Outcome {
-	case Success:
-		e.Consumer, e.RetryCount, e.Reason, e.Error = Party{}, 0, "", nil
-	case SoftFailure:
+	case oxytype.Success:
+		e.Consumer, e.RetryCount, e.Reason, e.Error = oxytype.Party{}, 0, "", nil
+	case oxytype.SoftFailure:
 		if e.RetryCount < 0 {
 			return prepared{}, fmt.Errorf("%w: negative retry count %d (key %s)", ErrInvalidInput, e.RetryCount, e.Key)
 		}
-	case HardFailure:
+	case oxytype.HardFailure:
 		if e.Reason == "" {
 			return prepared{}, fmt.Errorf("%w: hard failure without an error (key %s)", ErrInvalidInput, e.Key)
 		}

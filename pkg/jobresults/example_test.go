@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 func Example() {
@@ -14,10 +15,10 @@ func Example() {
 	if err := ledger.Setup(ctx); err != nil {
 		panic(err)
 	}
-	submitter := jobresults.Party{Type: "submitter", Name: "submitter-0"}
-	poller := jobresults.Party{Type: "poller", Name: "poller-0"}
+	submitter := oxytype.Party{Type: "submitter", Name: "submitter-0"}
+	poller := oxytype.Party{Type: "poller", Name: "poller-0"}
 	key := func(stage, doc string) jobresults.Key {
-		return jobresults.Key{JobID: "run-1", DataType: stage, DocID: doc}
+		return jobresults.Key{Run: "run-1", DataType: stage, DocID: doc}
 	}
 
 	for _, doc := range []string{"0", "1", "2"} {
@@ -43,15 +44,15 @@ func Example() {
 func ExampleMemoryStore_Apply() {
 	ctx := context.Background()
 	ledger := jobresults.NewMemoryStore()
-	k := jobresults.Key{JobID: "run-1", DataType: "done", DocID: "7"}
-	poller := jobresults.Party{Type: "poller", Name: "poller-0"}
+	k := jobresults.Key{Run: "run-1", DataType: "done", DocID: "7"}
+	poller := oxytype.Party{Type: "poller", Name: "poller-0"}
 
 	// Status events arrive out of order: the success (stream sequence 12)
 	// before the soft failure it superseded (sequence 10), and twice.
 	n, _ := ledger.Apply(ctx, []jobresults.Entry{
-		{Key: k, Outcome: jobresults.Success, Origin: poller, Version: 12},
-		{Key: k, Outcome: jobresults.SoftFailure, Origin: poller, Consumer: poller, Reason: "pending", Version: 10},
-		{Key: k, Outcome: jobresults.Success, Origin: poller, Version: 12},
+		{Key: k, Outcome: oxytype.Success, Origin: poller, Version: 12},
+		{Key: k, Outcome: oxytype.SoftFailure, Origin: poller, Consumer: poller, Reason: "pending", Version: 10},
+		{Key: k, Outcome: oxytype.Success, Origin: poller, Version: 12},
 	})
 	recs, _ := ledger.GetDocStatus(ctx, "run-1", "7")
 	fmt.Println("applied:", n)
@@ -65,9 +66,9 @@ func ExampleMemoryStore_GetUniqueErrors() {
 	ctx := context.Background()
 	at := time.Date(2026, 9, 29, 17, 0, 0, 0, time.UTC)
 	ledger := jobresults.NewMemoryStore(jobresults.WithClock(func() time.Time { return at }))
-	writer := jobresults.Party{Type: "writer", Name: "writer-0"}
+	writer := oxytype.Party{Type: "writer", Name: "writer-0"}
 	for i, reason := range []string{"403 Forbidden", "403 Forbidden", "timeout"} {
-		k := jobresults.Key{JobID: "run-1", DataType: "written", DocID: fmt.Sprint(i)}
+		k := jobresults.Key{Run: "run-1", DataType: "written", DocID: fmt.Sprint(i)}
 		_ = ledger.RecordSoftFailure(ctx, k, writer, writer, 1, reason)
 	}
 	errs, _ := ledger.GetUniqueErrors(ctx, "run-1", "")

@@ -2,39 +2,33 @@ package jobresults
 
 import "fmt"
 
-// Key identifies a record: one document at one stage of one job.
+// Key identifies a record: one document at one stage of one run.
 type Key struct {
-	// JobID is the job (in oxypipe, the run) the document belongs to.
-	JobID string
+	// Run is the run the document belongs to (the ledger API's "job"; it is
+	// stored as job_id). It is not the API's job id, which is
+	// Facts.APIJobID.
+	Run string
 	// DataType is the stage: the data type of the message that succeeded
 	// or failed.
 	DataType string
-	// DocID identifies the document within the job. Decimal integer ids
+	// DocID identifies the document within the run. Decimal integer ids
 	// (input positions) are ordered numerically by ForEachRecord.
 	DocID string
 }
 
-// String renders the key as job/data type/doc, for messages.
-func (k Key) String() string { return k.JobID + "/" + k.DataType + "/" + k.DocID }
+// String renders the key as run/data type/doc, for messages.
+func (k Key) String() string { return k.Run + "/" + k.DataType + "/" + k.DocID }
 
 func (k Key) validate() error {
 	switch {
-	case k.JobID == "":
-		return fmt.Errorf("%w: job id is empty", ErrInvalidInput)
+	case k.Run == "":
+		return fmt.Errorf("%w: run (job id) is empty", ErrInvalidInput)
 	case k.DataType == "":
 		return fmt.Errorf("%w: data type is empty (key %s)", ErrInvalidInput, k)
 	case k.DocID == "":
 		return fmt.Errorf("%w: doc id is empty (key %s)", ErrInvalidInput, k)
 	}
 	return nil
-}
-
-// Party is the producer (origin) or the consumer of a message.
-type Party struct {
-	// Type is the kind of party, e.g. "publisher", "submitter".
-	Type string
-	// Name names the party, e.g. a worker's name.
-	Name string
 }
 
 // docPosition returns the numeric position of a document id that is a

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // MemoryStore is the in-memory ledger: safe for concurrent use, with counts
@@ -64,18 +66,18 @@ func (s *MemoryStore) Name() string { return s.name }
 func (s *MemoryStore) Setup(ctx context.Context) error { return ctx.Err() }
 
 // RecordSuccess implements Store.
-func (s *MemoryStore) RecordSuccess(ctx context.Context, k Key, origin Party) error {
-	return s.writeOne(ctx, Entry{Key: k, Outcome: Success, Origin: origin})
+func (s *MemoryStore) RecordSuccess(ctx context.Context, k Key, origin oxytype.Party) error {
+	return s.writeOne(ctx, Entry{Key: k, Outcome: oxytype.Success, Origin: origin})
 }
 
 // RecordSoftFailure implements Store.
-func (s *MemoryStore) RecordSoftFailure(ctx context.Context, k Key, origin, consumer Party, retryCount int, reason string) error {
-	return s.writeOne(ctx, Entry{Key: k, Outcome: SoftFailure, Origin: origin, Consumer: consumer, RetryCount: retryCount, Reason: reason})
+func (s *MemoryStore) RecordSoftFailure(ctx context.Context, k Key, origin, consumer oxytype.Party, retryCount int, reason string) error {
+	return s.writeOne(ctx, Entry{Key: k, Outcome: oxytype.SoftFailure, Origin: origin, Consumer: consumer, RetryCount: retryCount, Reason: reason})
 }
 
 // RecordHardFailure implements Store.
-func (s *MemoryStore) RecordHardFailure(ctx context.Context, k Key, origin, consumer Party, err string) error {
-	return s.writeOne(ctx, Entry{Key: k, Outcome: HardFailure, Origin: origin, Consumer: consumer, Reason: err})
+func (s *MemoryStore) RecordHardFailure(ctx context.Context, k Key, origin, consumer oxytype.Party, err string) error {
+	return s.writeOne(ctx, Entry{Key: k, Outcome: oxytype.HardFailure, Origin: origin, Consumer: consumer, Reason: err})
 }
 
 func (s *MemoryStore) writeOne(ctx context.Context, e Entry) error {
@@ -87,7 +89,7 @@ func (s *MemoryStore) writeOne(ctx context.Context, e Entry) error {
 	if err != nil {
 		return err
 	}
-	st := s.stripe(s.jobFor(p.JobID), p.DocID)
+	st := s.stripe(s.jobFor(p.Run), p.DocID)
 	st.mu.Lock()
 	st.apply(&p)
 	st.mu.Unlock()
@@ -144,8 +146,8 @@ func (s *MemoryStore) Apply(ctx context.Context, entries []Entry) (int, error) {
 	var j *memJob
 	var locked *memStripe
 	for i := range ps {
-		if j == nil || j.id != ps[i].JobID {
-			j = s.jobFor(ps[i].JobID)
+		if j == nil || j.id != ps[i].Run {
+			j = s.jobFor(ps[i].Run)
 		}
 		// Consecutive entries of one stripe share a lock.
 		if st := s.stripe(j, ps[i].DocID); st != locked {

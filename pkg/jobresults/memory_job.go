@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // memStripes is the number of independently locked parts of a job. A
@@ -89,7 +89,7 @@ type memRecord struct {
 	doc     *memDoc
 	version uint64
 	timeMS  int64
-	origin  Party
+	origin  oxytype.Party
 	success bool
 	scope   string
 	fail    *memFailure   // nil for a success
@@ -98,7 +98,7 @@ type memRecord struct {
 
 // memFailure holds the fields of a failed record.
 type memFailure struct {
-	consumer     Party
+	consumer     oxytype.Party
 	retryCount   int
 	softFailures []string
 	hardFailure  string
@@ -107,12 +107,12 @@ type memFailure struct {
 // memRecordExt holds the run-log fields of a record.
 type memRecordExt struct {
 	// state and errInfo describe the last outcome: each write replaces them.
-	state   runlog.State
-	errInfo *runlog.ErrorInfo
+	state   oxytype.State
+	errInfo *oxytype.ErrorInfo
 	// apiJobID, payload and upload describe the document: kept once set.
 	apiJobID string
 	payload  json.RawMessage
-	upload   *runlog.Upload
+	upload   *oxytype.Upload
 	// finishedMS is the job's finish stamp (FinishJob) in Unix
 	// milliseconds; 0 while the job is open.
 	finishedMS int64
@@ -142,14 +142,14 @@ func (d *memDoc) sharedJobID(id string) string {
 	return id
 }
 
-func (r *memRecord) outcome() Outcome {
+func (r *memRecord) outcome() oxytype.Outcome {
 	switch {
 	case r.success:
-		return Success
+		return oxytype.Success
 	case r.fail != nil && r.fail.hardFailure != "":
-		return HardFailure
+		return oxytype.HardFailure
 	default:
-		return SoftFailure
+		return oxytype.SoftFailure
 	}
 }
 
@@ -171,7 +171,7 @@ func (r *memRecord) currentError() (msg string, ok bool) {
 // toRecord returns a copy of r that shares no memory with the store.
 func (r *memRecord) toRecord(jobID string) Record {
 	rec := Record{
-		Key:     Key{JobID: jobID, DataType: r.stage.dataType, DocID: r.doc.id},
+		Key:     Key{Run: jobID, DataType: r.stage.dataType, DocID: r.doc.id},
 		Success: r.success,
 		Origin:  r.origin,
 		Time:    time.UnixMilli(r.timeMS).UTC(),
@@ -210,7 +210,7 @@ func (r *memRecord) finish(ms int64) {
 	}
 }
 
-func cloneErrorInfo(e *runlog.ErrorInfo) *runlog.ErrorInfo {
+func cloneErrorInfo(e *oxytype.ErrorInfo) *oxytype.ErrorInfo {
 	if e == nil {
 		return nil
 	}
@@ -257,18 +257,18 @@ func (st *memStripe) apply(p *prepared) bool {
 
 	r.timeMS = p.Time.UnixMilli()
 	r.origin = p.Origin
-	r.success = p.Outcome == Success
+	r.success = p.Outcome == oxytype.Success
 	switch p.Outcome {
-	case Success:
+	case oxytype.Success:
 		r.fail = nil
-	case SoftFailure:
+	case oxytype.SoftFailure:
 		if r.fail == nil {
 			r.fail = &memFailure{}
 		}
 		f := r.fail
 		f.consumer, f.retryCount, f.hardFailure = p.Consumer, p.RetryCount, ""
 		f.softFailures = append(f.softFailures, p.Reason)
-	case HardFailure:
+	case oxytype.HardFailure:
 		r.fail = &memFailure{consumer: p.Consumer, hardFailure: p.Reason}
 	}
 	if p.Version != 0 {
@@ -303,15 +303,15 @@ func (st *memStripe) apply(p *prepared) bool {
 func (st *memStripe) untally(r *memRecord) {
 	t, d := r.stage, r.doc
 	switch r.outcome() {
-	case Success:
+	case oxytype.Success:
 		t.succeeded--
 		if d.hardCount > 0 {
 			t.succeededOfHardDocs--
 		}
-	case SoftFailure:
+	case oxytype.SoftFailure:
 		t.softFailed--
 		delete(st.failed, r)
-	case HardFailure:
+	case oxytype.HardFailure:
 		t.hardFailed--
 		delete(st.failed, r)
 		d.hardCount--
@@ -330,15 +330,15 @@ func (st *memStripe) untally(r *memRecord) {
 func (st *memStripe) tally(r *memRecord) {
 	t, d := r.stage, r.doc
 	switch r.outcome() {
-	case Success:
+	case oxytype.Success:
 		t.succeeded++
 		if d.hardCount > 0 {
 			t.succeededOfHardDocs++
 		}
-	case SoftFailure:
+	case oxytype.SoftFailure:
 		t.softFailed++
 		st.failed[r] = struct{}{}
-	case HardFailure:
+	case oxytype.HardFailure:
 		t.hardFailed++
 		st.failed[r] = struct{}{}
 		d.hardCount++

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // The stages' records of one document keep one copy of its payload and job
@@ -16,11 +18,11 @@ func TestMemoryStoreKeepsOnePayloadPerDocument(t *testing.T) {
 	payload := json.RawMessage(`{"source":"universal","url":"https://sandbox.oxylabs.io/products/1"}`)
 	var entries []Entry
 	for _, stage := range []string{"payload", "submitted", "done", "written"} {
-		entries = append(entries, Entry{Key: Key{JobID: "run", DataType: stage, DocID: "0"}, Outcome: Success,
-			APIJobID: strings.Clone("7500000000000000001"), Payload: append(json.RawMessage(nil), payload...)})
+		entries = append(entries, Entry{Key: Key{Run: "run", DataType: stage, DocID: "0"}, Outcome: oxytype.Success,
+			Facts: oxytype.Facts{APIJobID: strings.Clone("7500000000000000001"), Payload: append(json.RawMessage(nil), payload...)}})
 	}
-	entries = append(entries, Entry{Key: Key{JobID: "run", DataType: "payload", DocID: "1"}, Outcome: Success,
-		Payload: append(json.RawMessage(nil), payload...)})
+	entries = append(entries, Entry{Key: Key{Run: "run", DataType: "payload", DocID: "1"}, Outcome: oxytype.Success,
+		Facts: oxytype.Facts{Payload: append(json.RawMessage(nil), payload...)}})
 	if _, err := s.Apply(context.Background(), entries); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
@@ -65,18 +66,18 @@ func (s *MongoStore) Setup(ctx context.Context) error {
 }
 
 // RecordSuccess implements Store.
-func (s *MongoStore) RecordSuccess(ctx context.Context, k Key, origin Party) error {
-	return s.writeOne(ctx, "RecordSuccess", Entry{Key: k, Outcome: Success, Origin: origin})
+func (s *MongoStore) RecordSuccess(ctx context.Context, k Key, origin oxytype.Party) error {
+	return s.writeOne(ctx, "RecordSuccess", Entry{Key: k, Outcome: oxytype.Success, Origin: origin})
 }
 
 // RecordSoftFailure implements Store.
-func (s *MongoStore) RecordSoftFailure(ctx context.Context, k Key, origin, consumer Party, retryCount int, reason string) error {
-	return s.writeOne(ctx, "RecordSoftFailure", Entry{Key: k, Outcome: SoftFailure, Origin: origin, Consumer: consumer, RetryCount: retryCount, Reason: reason})
+func (s *MongoStore) RecordSoftFailure(ctx context.Context, k Key, origin, consumer oxytype.Party, retryCount int, reason string) error {
+	return s.writeOne(ctx, "RecordSoftFailure", Entry{Key: k, Outcome: oxytype.SoftFailure, Origin: origin, Consumer: consumer, RetryCount: retryCount, Reason: reason})
 }
 
 // RecordHardFailure implements Store.
-func (s *MongoStore) RecordHardFailure(ctx context.Context, k Key, origin, consumer Party, err string) error {
-	return s.writeOne(ctx, "RecordHardFailure", Entry{Key: k, Outcome: HardFailure, Origin: origin, Consumer: consumer, Reason: err})
+func (s *MongoStore) RecordHardFailure(ctx context.Context, k Key, origin, consumer oxytype.Party, err string) error {
+	return s.writeOne(ctx, "RecordHardFailure", Entry{Key: k, Outcome: oxytype.HardFailure, Origin: origin, Consumer: consumer, Reason: err})
 }
 
 func (s *MongoStore) writeOne(ctx context.Context, op string, en Entry) error {

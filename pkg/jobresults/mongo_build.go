@@ -3,6 +3,7 @@ package jobresults
 import (
 	"time"
 
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -42,7 +43,7 @@ func e(key string, value any) bson.E { return bson.E{Key: key, Value: value} }
 
 // keyFilter selects the record of a key (the unique index).
 func keyFilter(k Key) bson.D {
-	return bson.D{e(fieldJobID, k.JobID), e(fieldDataType, k.DataType), e(fieldDocID, k.DocID)}
+	return bson.D{e(fieldJobID, k.Run), e(fieldDataType, k.DataType), e(fieldDocID, k.DocID)}
 }
 
 // writeOp returns the upsert filter and update of one prepared entry.
@@ -59,25 +60,25 @@ func writeOp(p *prepared) (filter, update bson.D) {
 
 	set := bson.D{
 		e(fieldTime, p.Time),
-		e(fieldSuccess, p.Outcome == Success),
+		e(fieldSuccess, p.Outcome == oxytype.Success),
 		e(fieldOriginType, p.Origin.Type),
 		e(fieldOriginName, p.Origin.Name),
 	}
 	var unset bson.D
 	var push bson.D
 	switch p.Outcome {
-	case Success:
+	case oxytype.Success:
 		unset = bson.D{
 			e(fieldRetryCount, ""), e(fieldSoftFailures, ""), e(fieldHardFailure, ""),
 			e(fieldConsumerType, ""), e(fieldConsumerName, ""),
 		}
-	case SoftFailure:
+	case oxytype.SoftFailure:
 		set = append(set,
 			e(fieldConsumerType, p.Consumer.Type), e(fieldConsumerName, p.Consumer.Name),
 			e(fieldRetryCount, int64(p.RetryCount)))
 		push = bson.D{e(fieldSoftFailures, p.Reason)}
 		unset = bson.D{e(fieldHardFailure, "")}
-	case HardFailure:
+	case oxytype.HardFailure:
 		set = append(set,
 			e(fieldConsumerType, p.Consumer.Type), e(fieldConsumerName, p.Consumer.Name),
 			e(fieldHardFailure, p.Reason))

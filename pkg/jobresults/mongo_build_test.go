@@ -4,9 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
 // These tests pin the exact documents the Mongo store sends, as relaxed
@@ -41,7 +40,7 @@ func mustPrepare(t *testing.T, en Entry, scope string) *prepared {
 
 func TestWriteOpSeedMethods(t *testing.T) {
 	t.Parallel()
-	origin, consumer := Party{Type: "poller", Name: "p-1"}, Party{Type: "writer", Name: "w-1"}
+	origin, consumer := oxytype.Party{Type: "poller", Name: "p-1"}, oxytype.Party{Type: "writer", Name: "w-1"}
 	for _, tc := range []struct {
 		name        string
 		entry       Entry
@@ -50,7 +49,7 @@ func TestWriteOpSeedMethods(t *testing.T) {
 	}{
 		{
 			name:   "a success sets success and origin and unsets every failure field",
-			entry:  Entry{Key: Key{"job-1", "done", "42"}, Outcome: Success, Origin: origin},
+			entry:  Entry{Key: Key{"job-1", "done", "42"}, Outcome: oxytype.Success, Origin: origin},
 			filter: `{"job_id":"job-1","data_type":"done","doc_id":"42"}`,
 			upd: `{"$set":{"time":{"$date":"2026-09-29T17:04:12.345Z"},"success":true,"origin_type":"poller","origin_name":"p-1"},` +
 				`"$unset":{"retry_count":"","soft_failures":"","hard_failure":"","consumer_type":"","consumer_name":"","state":"","error":""},` +
@@ -58,21 +57,21 @@ func TestWriteOpSeedMethods(t *testing.T) {
 		},
 		{
 			name:   "a soft failure pushes its reason, sets the retry count and unsets the hard failure",
-			entry:  Entry{Key: Key{"job-1", "done", "42"}, Outcome: SoftFailure, Origin: origin, Consumer: consumer, RetryCount: 2, Reason: "503"},
+			entry:  Entry{Key: Key{"job-1", "done", "42"}, Outcome: oxytype.SoftFailure, Origin: origin, Consumer: consumer, RetryCount: 2, Reason: "503"},
 			filter: `{"job_id":"job-1","data_type":"done","doc_id":"42"}`,
 			upd: `{"$set":{"time":{"$date":"2026-09-29T17:04:12.345Z"},"success":false,"origin_type":"poller","origin_name":"p-1","consumer_type":"writer","consumer_name":"w-1","retry_count":2},` +
 				`"$unset":{"hard_failure":"","state":"","error":""},"$push":{"soft_failures":"503"},"$setOnInsert":{"doc_pos":42}}`,
 		},
 		{
 			name:   "a hard failure sets its error and unsets the soft-failure fields; a non-numeric doc id has no doc_pos",
-			entry:  Entry{Key: Key{"job-1", "done", "doc-a"}, Outcome: HardFailure, Origin: origin, Consumer: consumer, Reason: "faulted"},
+			entry:  Entry{Key: Key{"job-1", "done", "doc-a"}, Outcome: oxytype.HardFailure, Origin: origin, Consumer: consumer, Reason: "faulted"},
 			filter: `{"job_id":"job-1","data_type":"done","doc_id":"doc-a"}`,
 			upd: `{"$set":{"time":{"$date":"2026-09-29T17:04:12.345Z"},"success":false,"origin_type":"poller","origin_name":"p-1","consumer_type":"writer","consumer_name":"w-1","hard_failure":"faulted"},` +
 				`"$unset":{"retry_count":"","soft_failures":"","state":"","error":""}}`,
 		},
 		{
 			name:   "with scoping the scope is set",
-			entry:  Entry{Key: Key{"job-1", "done", "doc-a"}, Outcome: Success, Origin: origin},
+			entry:  Entry{Key: Key{"job-1", "done", "doc-a"}, Outcome: oxytype.Success, Origin: origin},
 			scope:  "tenant-a",
 			filter: `{"job_id":"job-1","data_type":"done","doc_id":"doc-a"}`,
 			upd: `{"$set":{"time":{"$date":"2026-09-29T17:04:12.345Z"},"success":true,"origin_type":"poller","origin_name":"p-1","scope":"tenant-a"},` +
@@ -92,12 +91,10 @@ func TestWriteOpVersionedEntryWithRunLogFields(t *testing.T) {
 	t.Parallel()
 	code := 403
 	p := mustPrepare(t, Entry{
-		Key: Key{"job-1", "written", "7"}, Outcome: HardFailure,
-		Origin: Party{"writer", "w"}, Consumer: Party{"writer", "w"}, Reason: "403 Forbidden", Version: 9,
-		State: runlog.Unfetched, APIJobID: "7339524535381539841", Payload: []byte(`{"url":"https://u:p@h/"}`),
-		Error:  &runlog.ErrorInfo{StatusCode: &code, Message: "Forbidden", TraceID: "t-1"},
-		Upload: &runlog.Upload{Code: 13001, Message: "upload failed"},
-		Time:   time.Date(2026, 9, 29, 19, 0, 0, 999_999_999, time.FixedZone("CEST", 7200)),
+		Key: Key{"job-1", "written", "7"}, Outcome: oxytype.HardFailure,
+		Origin: oxytype.Party{Type: "writer", Name: "w"}, Consumer: oxytype.Party{Type: "writer", Name: "w"}, Reason: "403 Forbidden", Version: 9,
+		Facts: oxytype.Facts{State: oxytype.Unfetched, APIJobID: "7339524535381539841", Payload: []byte(`{"url":"https://u:p@h/"}`), Error: &oxytype.ErrorInfo{StatusCode: &code, Message: "Forbidden", TraceID: "t-1"}, Upload: &oxytype.Upload{Code: 13001, Message: "upload failed"}},
+		Time:  time.Date(2026, 9, 29, 19, 0, 0, 999_999_999, time.FixedZone("CEST", 7200)),
 	}, "")
 	filter, update := writeOp(p)
 	// Only a record with a lower (or no) version matches; otherwise the
@@ -110,14 +107,14 @@ func TestWriteOpVersionedEntryWithRunLogFields(t *testing.T) {
 			`"payload":"{\"url\":\"https://redacted:redacted@h/\"}","upload":{"code":13001,"message":"upload failed"}},`+
 			`"$unset":{"retry_count":"","soft_failures":""},"$setOnInsert":{"doc_pos":7}}`)
 
-	noCode := mustPrepare(t, Entry{Key: Key{"j", "d", "x"}, Outcome: SoftFailure, Reason: "reset", Error: &runlog.ErrorInfo{Message: "reset"}}, "")
+	noCode := mustPrepare(t, Entry{Key: Key{"j", "d", "x"}, Outcome: oxytype.SoftFailure, Reason: "reset", Facts: oxytype.Facts{Error: &oxytype.ErrorInfo{Message: "reset"}}}, "")
 	_, update = writeOp(noCode)
 	set := update[0].Value.(bson.D)
 	assertJSON(t, "an error without a status code stores null", bson.D{set[len(set)-1]},
 		`{"error":{"status_code":null,"message":"reset","trace_id":""}}`)
 
-	marked := mustPrepare(t, Entry{Key: Key{"j", "payload", "x"}, Outcome: HardFailure, Reason: "500",
-		Error: &runlog.ErrorInfo{Message: "Internal Server Error", MayHaveBilled: true}}, "")
+	marked := mustPrepare(t, Entry{Key: Key{"j", "payload", "x"}, Outcome: oxytype.HardFailure, Reason: "500",
+		Facts: oxytype.Facts{Error: &oxytype.ErrorInfo{Message: "Internal Server Error", MayHaveBilled: true}}}, "")
 	_, update = writeOp(marked)
 	set = update[0].Value.(bson.D)
 	assertJSON(t, "the may-have-billed mark is stored with the error", bson.D{set[len(set)-1]},
@@ -127,7 +124,7 @@ func TestWriteOpVersionedEntryWithRunLogFields(t *testing.T) {
 func TestTimeIsStoredAsABSONDate(t *testing.T) {
 	t.Parallel()
 	// The origin once stored a string: its TTL index then expired nothing.
-	_, update := writeOp(mustPrepare(t, Entry{Key: Key{"j", "d", "1"}, Outcome: Success}, ""))
+	_, update := writeOp(mustPrepare(t, Entry{Key: Key{"j", "d", "1"}, Outcome: oxytype.Success}, ""))
 	raw, err := bson.Marshal(update[0].Value)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // unreachableClient returns a client for a local port nobody listens on.
@@ -83,15 +84,15 @@ func TestMongoStoreWithoutAServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	k := jobresults.Key{JobID: "job-1", DataType: "done", DocID: "1"}
-	p := jobresults.Party{Type: "poller", Name: "p"}
+	k := jobresults.Key{Run: "job-1", DataType: "done", DocID: "1"}
+	p := oxytype.Party{Type: "poller", Name: "p"}
 
 	t.Run("bad input is refused without contacting the server", func(t *testing.T) {
 		t.Parallel()
 		// Had the store contacted the server, these would be transient
 		// server-selection errors instead.
 		for what, err := range map[string]error{
-			"empty doc id":      s.RecordSuccess(ctx, jobresults.Key{JobID: "j", DataType: "d"}, p),
+			"empty doc id":      s.RecordSuccess(ctx, jobresults.Key{Run: "j", DataType: "d"}, p),
 			"negative retry":    s.RecordSoftFailure(ctx, k, p, p, -1, "r"),
 			"empty hard error":  s.RecordHardFailure(ctx, k, p, p, ""),
 			"invalid scope":     s.RecordSuccess(jobresults.WithScope(ctx, "UPPER"), k, p),
@@ -112,7 +113,7 @@ func TestMongoStoreWithoutAServer(t *testing.T) {
 		"RecordSoftFailure": func() error { return s.RecordSoftFailure(ctx, k, p, p, 1, "r") },
 		"RecordHardFailure": func() error { return s.RecordHardFailure(ctx, k, p, p, "e") },
 		"Apply": func() error {
-			_, err := s.Apply(ctx, []jobresults.Entry{{Key: k, Outcome: jobresults.Success, Version: 3}})
+			_, err := s.Apply(ctx, []jobresults.Entry{{Key: k, Outcome: oxytype.Success, Version: 3}})
 			return err
 		},
 		"CountCompletedDocs":  func() error { _, err := s.CountCompletedDocs(ctx, "job-1", "done"); return err },

@@ -20,6 +20,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/jobresults/storetest"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // mongoURIEnv names the MongoDB the Mongo store tests run against. Without
@@ -121,11 +122,11 @@ func TestMongoStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		sctx := jobresults.WithScope(ctx, "tenant-a")
-		p := jobresults.Party{Type: "poller", Name: "p"}
-		if err := s.RecordSuccess(sctx, jobresults.Key{JobID: "j", DataType: "done", DocID: "12"}, p); err != nil {
+		p := oxytype.Party{Type: "poller", Name: "p"}
+		if err := s.RecordSuccess(sctx, jobresults.Key{Run: "j", DataType: "done", DocID: "12"}, p); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Apply(sctx, []jobresults.Entry{{Key: jobresults.Key{JobID: "j", DataType: "done", DocID: "x"}, Outcome: jobresults.Success, Version: 5}}); err != nil {
+		if _, err := s.Apply(sctx, []jobresults.Entry{{Key: jobresults.Key{Run: "j", DataType: "done", DocID: "x"}, Outcome: oxytype.Success, Version: 5}}); err != nil {
 			t.Fatal(err)
 		}
 		raw := func(doc string) bson.Raw {

@@ -3,7 +3,7 @@ package jobresults
 import (
 	"time"
 
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // mongoRecord is a job_results document as read back.
@@ -44,18 +44,17 @@ type mongoUploadInfo struct {
 
 func (m *mongoRecord) toRecord() Record {
 	r := Record{
-		Key:          Key{JobID: m.JobID, DataType: m.DataType, DocID: m.DocID},
+		Key:          Key{Run: m.JobID, DataType: m.DataType, DocID: m.DocID},
 		Success:      m.Success,
-		Origin:       Party{Type: m.OriginType, Name: m.OriginName},
-		Consumer:     Party{Type: m.ConsumerType, Name: m.ConsumerName},
+		Origin:       oxytype.Party{Type: m.OriginType, Name: m.OriginName},
+		Consumer:     oxytype.Party{Type: m.ConsumerType, Name: m.ConsumerName},
 		RetryCount:   m.RetryCount,
 		SoftFailures: m.SoftFailures,
 		HardFailure:  m.HardFailure,
 		Time:         m.Time.UTC(),
 		Scope:        m.Scope,
 		Version:      uint64(max(m.Version, 0)),
-		State:        runlog.State(m.State),
-		APIJobID:     m.APIJobID,
+		Facts:        oxytype.Facts{State: oxytype.State(m.State), APIJobID: m.APIJobID},
 	}
 	if len(r.SoftFailures) == 0 {
 		r.SoftFailures = nil
@@ -64,7 +63,7 @@ func (m *mongoRecord) toRecord() Record {
 		r.Payload = []byte(m.Payload)
 	}
 	if m.Error != nil {
-		ei := &runlog.ErrorInfo{Message: m.Error.Message, TraceID: m.Error.TraceID, MayHaveBilled: m.Error.MayHaveBilled}
+		ei := &oxytype.ErrorInfo{Message: m.Error.Message, TraceID: m.Error.TraceID, MayHaveBilled: m.Error.MayHaveBilled}
 		if m.Error.StatusCode != nil {
 			code := int(*m.Error.StatusCode)
 			ei.StatusCode = &code
@@ -72,7 +71,7 @@ func (m *mongoRecord) toRecord() Record {
 		r.Error = ei
 	}
 	if m.Upload != nil {
-		r.Upload = &runlog.Upload{Code: int(m.Upload.Code), Message: m.Upload.Message}
+		r.Upload = &oxytype.Upload{Code: int(m.Upload.Code), Message: m.Upload.Message}
 	}
 	if !m.FinishedAt.IsZero() {
 		r.FinishedAt = m.FinishedAt.UTC()

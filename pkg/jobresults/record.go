@@ -1,10 +1,9 @@
 package jobresults
 
 import (
-	"encoding/json"
 	"time"
 
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Record is the stored state of one document at one stage.
@@ -19,9 +18,9 @@ type Record struct {
 	// Success is true when the last outcome was a success.
 	Success bool
 	// Origin produced the message the outcome is about.
-	Origin Party
+	Origin oxytype.Party
 	// Consumer failed to consume it (failures only).
-	Consumer Party
+	Consumer oxytype.Party
 	// RetryCount is the retry count of the last soft failure.
 	RetryCount int
 	// SoftFailures holds the reasons of the soft failures since the last
@@ -39,18 +38,11 @@ type Record struct {
 	// Version is the version of the last versioned write (Entry.Version);
 	// 0 when only unversioned writes have reached the record.
 	Version uint64
-	// State is the run-log state hint of the last outcome (failures; a
-	// success may carry one too); "" when it gave none.
-	State runlog.State
-	// APIJobID is the API job id, once any write carried one.
-	APIJobID string
-	// Payload is the (redacted) payload, once any write carried one.
-	Payload json.RawMessage
-	// Error is the structured error of the last outcome; nil when it gave
-	// none or was a success.
-	Error *runlog.ErrorInfo
-	// Upload is the cloud-storage upload entry, once any write carried one.
-	Upload *runlog.Upload
+	// Facts are the run-log facts: State and Error of the last outcome
+	// (empty when it gave none; Error nil after a success), and the
+	// APIJobID, (redacted) Payload and Upload of the last write that
+	// carried each.
+	oxytype.Facts
 	// FinishedAt is when the record's job finished, as Finisher.FinishJob
 	// stamped it (UTC, millisecond precision); zero while the job is open.
 	// A MongoStore with a TTL removes the record that long after it, and
@@ -59,14 +51,14 @@ type Record struct {
 }
 
 // Outcome is the outcome a record holds, derived from its fields.
-func (r Record) Outcome() Outcome {
+func (r Record) Outcome() oxytype.Outcome {
 	switch {
 	case r.Success:
-		return Success
+		return oxytype.Success
 	case r.HardFailure != "":
-		return HardFailure
+		return oxytype.HardFailure
 	default:
-		return SoftFailure
+		return oxytype.SoftFailure
 	}
 }
 

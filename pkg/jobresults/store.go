@@ -3,6 +3,8 @@ package jobresults
 import (
 	"context"
 	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Store is the seed's ledger API. Every write upserts the record of its key;
@@ -13,14 +15,14 @@ type Store interface {
 	Setup(ctx context.Context) error
 	// RecordSuccess records a success: the record's failure fields are
 	// cleared.
-	RecordSuccess(ctx context.Context, k Key, origin Party) error
+	RecordSuccess(ctx context.Context, k Key, origin oxytype.Party) error
 	// RecordSoftFailure records a soft (retryable) failure: reason is
 	// appended to the record's soft failures, retryCount replaces its retry
 	// count and any hard failure is cleared.
-	RecordSoftFailure(ctx context.Context, k Key, origin, consumer Party, retryCount int, reason string) error
+	RecordSoftFailure(ctx context.Context, k Key, origin, consumer oxytype.Party, retryCount int, reason string) error
 	// RecordHardFailure records a hard (final) failure with its error text:
 	// the soft-failure fields are cleared.
-	RecordHardFailure(ctx context.Context, k Key, origin, consumer Party, err string) error
+	RecordHardFailure(ctx context.Context, k Key, origin, consumer oxytype.Party, err string) error
 	// CountCompletedDocs counts the documents of a job whose record at
 	// finalDataType is a success.
 	CountCompletedDocs(ctx context.Context, jobID, finalDataType string) (int, error)

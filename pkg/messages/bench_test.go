@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // benchPayload is a WSA body of the size the pipeline benchmark feeds.
@@ -36,16 +37,16 @@ func benchDecode[T any](b *testing.B, subject string, data []byte, decode func(s
 // BenchmarkDecodeStatusEvent decodes a writer's success event, the most
 // frequent message of a run.
 func BenchmarkDecodeStatusEvent(b *testing.B) {
-	e := &messages.StatusEvent{Run: run, Doc: "12345", DataType: messages.DataSubmitted, Outcome: messages.Success,
-		Origin: messages.Actor{Type: "submitter", Name: "pod-1"}, APIJobID: "7000000000000000001", Payload: benchPayload, Time: benchAt}
+	e := &messages.StatusEvent{Run: run, Doc: "12345", DataType: oxytype.DataSubmitted, Outcome: oxytype.Success,
+		Origin: oxytype.Party{Type: "submitter", Name: "pod-1"}, Facts: oxytype.Facts{APIJobID: "7000000000000000001", Payload: benchPayload}, Time: benchAt}
 	benchDecode(b, e.Subject(), benchEncode(b, e), messages.DecodeStatusEvent)
 }
 
 // BenchmarkDecodeStatusEventExtra decodes an event with two fields this
 // build does not know.
 func BenchmarkDecodeStatusEventExtra(b *testing.B) {
-	e := &messages.StatusEvent{Run: run, Doc: "12345", DataType: messages.DataSubmitted, Outcome: messages.Success,
-		Origin: messages.Actor{Type: "submitter", Name: "pod-1"}, APIJobID: "7000000000000000001", Payload: benchPayload, Time: benchAt,
+	e := &messages.StatusEvent{Run: run, Doc: "12345", DataType: oxytype.DataSubmitted, Outcome: oxytype.Success,
+		Origin: oxytype.Party{Type: "submitter", Name: "pod-1"}, Facts: oxytype.Facts{APIJobID: "7000000000000000001", Payload: benchPayload}, Time: benchAt,
 		Extra: messages.Extra{"x_future": json.RawMessage(`{"a":[1,2,"}"]}`), "x_flag": json.RawMessage(`true`)}}
 	benchDecode(b, e.Subject(), benchEncode(b, e), messages.DecodeStatusEvent)
 }
@@ -81,8 +82,8 @@ func BenchmarkDecodeClaim(b *testing.B) {
 
 // BenchmarkEncodeStatusEvent encodes a writer's success event.
 func BenchmarkEncodeStatusEvent(b *testing.B) {
-	e := &messages.StatusEvent{Run: run, Doc: "12345", DataType: messages.DataSubmitted, Outcome: messages.Success,
-		Origin: messages.Actor{Type: "submitter", Name: "pod-1"}, APIJobID: "7000000000000000001", Payload: benchPayload, Time: benchAt}
+	e := &messages.StatusEvent{Run: run, Doc: "12345", DataType: oxytype.DataSubmitted, Outcome: oxytype.Success,
+		Origin: oxytype.Party{Type: "submitter", Name: "pod-1"}, Facts: oxytype.Facts{APIJobID: "7000000000000000001", Payload: benchPayload}, Time: benchAt}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := e.MarshalJSON(); err != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/internal/redact"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // ErrMalformed matches every *[DecodeError] with errors.Is.
@@ -46,7 +46,7 @@ type Key struct {
 	Attempt  int
 	APIJobID string
 	// DataType is the body's "data_type" (status events only).
-	DataType DataType
+	DataType oxytype.DataType
 	// Payload is the message's "payload" field when it is valid JSON (not
 	// redacted).
 	Payload json.RawMessage
@@ -90,7 +90,7 @@ func Peek(subject string, data []byte) Key {
 	}
 	s = ""
 	if json.Unmarshal(loose.DataType, &s) == nil {
-		k.DataType = DataType(s)
+		k.DataType = oxytype.DataType(s)
 	}
 	if len(loose.Payload) > 0 && !bytes.Equal(loose.Payload, []byte("null")) && json.Valid(loose.Payload) {
 		k.Payload = loose.Payload
@@ -272,7 +272,7 @@ func DecodeStatusEvent(subject string, data []byte) (*StatusEvent, error) {
 			return fmt.Sprintf("outcome %q is not success, soft_failure or hard_failure", e.Outcome)
 		case e.State != "" && !e.State.Valid():
 			return fmt.Sprintf("state %q is not a run-log state", e.State)
-		case e.Outcome == HardFailure && e.State == "":
+		case e.Outcome == oxytype.HardFailure && e.State == "":
 			return `a hard failure needs a "state"`
 		case e.Time.IsZero():
 			return `missing "time"`
@@ -346,9 +346,7 @@ func DecodeRunRecord(data []byte) (*RunRecord, error) {
 	if reason := checkRunAnnounced(&r.Announced); reason != "" {
 		return nil, errors.New("messages: run record: " + reason)
 	}
-	switch r.State {
-	case RunStateAnnounced, RunStateReady, RunStateFailed, RunStateStopping, RunStateCompleted:
-	default:
+	if !r.State.Valid() {
 		return nil, fmt.Errorf("messages: run record: unknown state %q", r.State)
 	}
 	return &r, nil
@@ -358,9 +356,9 @@ func DecodeRunRecord(data []byte) (*RunRecord, error) {
 // reason the stage could not classify (undecodable, poison): unfetched when
 // a job id is known (the result can still be fetched by id), else
 // unsubmitted.
-func FailureState(apiJobID string) runlog.State {
+func FailureState(apiJobID string) oxytype.State {
 	if apiJobID != "" {
-		return runlog.Unfetched
+		return oxytype.Unfetched
 	}
-	return runlog.Unsubmitted
+	return oxytype.Unsubmitted
 }

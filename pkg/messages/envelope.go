@@ -35,6 +35,12 @@ func jsonKeys(t reflect.Type) map[string]struct{} {
 		if tag == "-" || !f.IsExported() {
 			continue
 		}
+		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+			for k := range jsonKeys(f.Type) {
+				keys[k] = struct{}{}
+			}
+			continue
+		}
 		name, _, _ := strings.Cut(tag, ",")
 		if name == "" {
 			name = f.Name

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 const run = "20260929T170412.345Z"
@@ -129,11 +129,11 @@ func TestEveryEnvelopeRoundTrips(t *testing.T) {
 	payload := json.RawMessage(`{"source":"universal","url":"https://example.com"}`)
 	extra := messages.Extra{"x_new": json.RawMessage(`true`)}
 	envs := []messages.Envelope{
-		&messages.RunAnnounced{Run: run, Total: 3, FinalDataType: messages.FinalDataType, Destination: "s3://b/p", RunLog: "logs", StartedAt: at, Extra: extra},
+		&messages.RunAnnounced{Run: run, Total: 3, FinalDataType: oxytype.FinalDataType, Destination: "s3://b/p", RunLog: "logs", StartedAt: at, Extra: extra},
 		&messages.Payload{Run: run, Doc: "0", Payload: payload, Extra: extra},
 		&messages.Submitted{Run: run, Doc: "0", APIJobID: "7000000000000000001", Payload: payload, SubmittedAt: at, Extra: extra},
 		&messages.Done{Run: run, Doc: "0", APIJobID: "7000000000000000001", Payload: payload, FinishedAt: at, Extra: extra},
-		&messages.StatusEvent{Run: run, Doc: "0", DataType: messages.DataSubmitted, Outcome: messages.Success, Origin: messages.Actor{Type: "submitter", Name: "pod-1"}, APIJobID: "7000000000000000001", Time: at, Extra: extra},
+		&messages.StatusEvent{Run: run, Doc: "0", DataType: oxytype.DataSubmitted, Outcome: oxytype.Success, Origin: oxytype.Party{Type: "submitter", Name: "pod-1"}, Facts: oxytype.Facts{APIJobID: "7000000000000000001"}, Time: at, Extra: extra},
 		&messages.RunCompleted{Run: run, Total: 3, Done: 1, Faulted: 1, Unfetched: 1, CompletedAt: at, RunLog: "logs/" + run + ".jsonl", Extra: extra},
 	}
 	for _, e := range envs {
@@ -181,11 +181,11 @@ func TestPayloadBytesAreNotHTMLEscaped(t *testing.T) {
 		&messages.Payload{Run: run, Doc: "0", Payload: payload, Extra: extra},
 		&messages.Submitted{Run: run, Doc: "0", APIJobID: "7000000000000000001", Payload: payload, SubmittedAt: at, Extra: extra},
 		&messages.Done{Run: run, Doc: "0", APIJobID: "7000000000000000001", Payload: payload, FinishedAt: at, Extra: extra},
-		&messages.StatusEvent{Run: run, Doc: "0", DataType: messages.DataPayload, Outcome: messages.HardFailure, State: runlog.Rejected,
-			Origin: messages.Actor{Type: "feeder", Name: "t"}, Reason: "bad <url> & more", Payload: payload, Time: at, Extra: extra},
+		&messages.StatusEvent{Run: run, Doc: "0", DataType: oxytype.DataPayload, Outcome: oxytype.HardFailure, Facts: oxytype.Facts{State: oxytype.Rejected, Payload: payload},
+			Origin: oxytype.Party{Type: "feeder", Name: "t"}, Reason: "bad <url> & more", Time: at, Extra: extra},
 	}
 	for _, e := range envs {
-		m, err := messages.NewMsg(e, messages.Actor{Type: "test", Name: "t"})
+		m, err := messages.NewMsg(e, oxytype.Party{Type: "test", Name: "t"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +297,7 @@ func TestDecodeChecksPerKind(t *testing.T) {
 		t.Errorf("status: %s", r)
 	}
 	ev, err := messages.DecodeStatusEvent("", []byte(`{"v":1,"run":"`+run+`","doc":"?OXY_PAYLOADS:9","data_type":"payload","outcome":"hard_failure","state":"unsubmitted","time":"2026-01-01T00:00:00Z"}`))
-	if err != nil || ev.Doc != "?OXY_PAYLOADS:9" || ev.State != runlog.Unsubmitted {
+	if err != nil || ev.Doc != "?OXY_PAYLOADS:9" || ev.State != oxytype.Unsubmitted {
 		t.Errorf("status with an unknown doc: %v %v", ev, err)
 	}
 	_, err = messages.DecodeRunCompleted("", []byte(`{"v":1,"run":"`+run+`","total":3,"done":1}`))
@@ -313,11 +313,9 @@ func TestDecodeChecksPerKind(t *testing.T) {
 func TestStatusEventsAreRedactedOnEncode(t *testing.T) {
 	t.Parallel()
 	ev := messages.StatusEvent{
-		Run: run, Doc: "4", DataType: messages.DataDone, Outcome: messages.HardFailure, State: runlog.Unfetched,
-		Reason:  "PUT https://AKIA:s3cr3t@minio.local/b failed",
-		Error:   &runlog.ErrorInfo{Message: "dial https://u:p@h"},
-		Payload: json.RawMessage(`{"storage_url":"https://KEY:SECRET@host/bucket"}`),
-		Time:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Run: run, Doc: "4", DataType: oxytype.DataDone, Outcome: oxytype.HardFailure, Facts: oxytype.Facts{State: oxytype.Unfetched, Error: &oxytype.ErrorInfo{Message: "dial https://u:p@h"}, Payload: json.RawMessage(`{"storage_url":"https://KEY:SECRET@host/bucket"}`)},
+		Reason: "PUT https://AKIA:s3cr3t@minio.local/b failed",
+		Time:   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 	}
 	data, err := json.Marshal(ev)
 	if err != nil {
@@ -355,7 +353,7 @@ func TestPeekReadsWhatItCan(t *testing.T) {
 func TestNewMsgSetsSubjectAndHeaders(t *testing.T) {
 	t.Parallel()
 	p := &messages.Payload{Run: run, Doc: "5", Attempt: 1, Payload: json.RawMessage(`{}`)}
-	m, err := messages.NewMsg(p, messages.Actor{Type: "feeder", Name: "laptop"})
+	m, err := messages.NewMsg(p, oxytype.Party{Type: "feeder", Name: "laptop"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,10 +362,10 @@ func TestNewMsgSetsSubjectAndHeaders(t *testing.T) {
 		m.Header.Get(messages.HeaderOrigin) != "feeder/laptop" {
 		t.Fatalf("msg = %q %v", m.Subject, m.Header)
 	}
-	if o := messages.OriginOf(m.Header); o != (messages.Actor{Type: "feeder", Name: "laptop"}) {
+	if o := messages.OriginOf(m.Header); o != (oxytype.Party{Type: "feeder", Name: "laptop"}) {
 		t.Fatalf("OriginOf = %+v", o)
 	}
-	ev, err := messages.NewMsg(&messages.StatusEvent{Run: run}, messages.Actor{})
+	ev, err := messages.NewMsg(&messages.StatusEvent{Run: run}, oxytype.Party{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,10 +389,10 @@ func TestClaimsAndRunRecords(t *testing.T) {
 	if _, err := messages.DecodeClaim([]byte(`{"v":1,"state":"submitted"}`)); err == nil {
 		t.Fatal("a submitted claim without a job id decoded")
 	}
-	rec := messages.RunRecord{Announced: messages.RunAnnounced{Run: run, Total: 1, FinalDataType: messages.FinalDataType, StartedAt: at}, State: messages.RunStateReady, UpdatedAt: at}
+	rec := messages.RunRecord{Announced: messages.RunAnnounced{Run: run, Total: 1, FinalDataType: oxytype.FinalDataType, StartedAt: at}, State: oxytype.RunStateReady, UpdatedAt: at}
 	data, _ = json.Marshal(rec)
 	r, err := messages.DecodeRunRecord(data)
-	if err != nil || r.State != messages.RunStateReady || r.Announced.Run != run || r.Announced.V != 1 {
+	if err != nil || r.State != oxytype.RunStateReady || r.Announced.Run != run || r.Announced.V != 1 {
 		t.Fatalf("DecodeRunRecord = %+v, %v", r, err)
 	}
 }

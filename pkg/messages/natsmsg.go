@@ -2,6 +2,7 @@ package messages
 
 import (
 	"github.com/nats-io/nats.go"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Header names oxypipe sets on the messages it publishes.
@@ -16,7 +17,7 @@ const (
 // NewMsg encodes e into a NATS message for its subject with the
 // deduplication and origin headers set. Publish it with JetStream (never core
 // NATS, which would not confirm it was stored).
-func NewMsg(e Envelope, origin Actor) (*nats.Msg, error) {
+func NewMsg(e Envelope, origin oxytype.Party) (*nats.Msg, error) {
 	data, err := e.MarshalJSON()
 	if err != nil {
 		return nil, err
@@ -34,13 +35,13 @@ func NewMsg(e Envelope, origin Actor) (*nats.Msg, error) {
 
 // OriginOf returns the publisher named by a message's Oxy-Origin header, or
 // the zero Actor when the header is missing.
-func OriginOf(h nats.Header) Actor {
+func OriginOf(h nats.Header) oxytype.Party {
 	if h == nil {
-		return Actor{}
+		return oxytype.Party{}
 	}
 	v := h.Get(HeaderOrigin)
 	if v == "" {
-		return Actor{}
+		return oxytype.Party{}
 	}
-	return ParseActor(v)
+	return oxytype.ParseParty(v)
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // RunAnnounced describes a run. The feeder stores it in the runs bucket and
@@ -15,7 +17,7 @@ type RunAnnounced struct {
 	Total int `json:"total"`
 	// FinalDataType is the data type at which a doc is complete; normally
 	// [FinalDataType].
-	FinalDataType DataType `json:"final_data_type"`
+	FinalDataType oxytype.DataType `json:"final_data_type"`
 	// Destination is where done jobs are written: a folder, s3://, gs:// or
 	// az:// URL. It must not hold credentials (writers use their own).
 	Destination string `json:"destination"`
@@ -57,39 +59,11 @@ type RunCompleted struct {
 	Extra  Extra  `json:"-"`
 }
 
-// RunState is the lifecycle state of a run in the runs bucket.
-type RunState string
-
-// The states of a run record. Every change is a compare-and-set on the
-// record's revision.
-const (
-	// RunStateAnnounced: the feeder created the record; nothing bills yet.
-	RunStateAnnounced RunState = "announced"
-	// RunStateReady: the statusworker wrote the empty run log; the feeder may
-	// publish payloads.
-	RunStateReady RunState = "ready"
-	// RunStateFailed: the run cannot start (for example the run log cannot be
-	// written); Reason says why. Nothing was submitted.
-	RunStateFailed RunState = "failed"
-	// RunStateStopping: the user or a stage stopped the run (RunRecord.Stop
-	// says who and until when); payloads still queued are recorded
-	// unsubmitted without calling the API.
-	RunStateStopping RunState = "stopping"
-	// RunStateCompleted: every doc reached a final outcome and the run log is
-	// written. Terminal.
-	RunStateCompleted RunState = "completed"
-)
-
-// Finished reports whether a run in state s is over for good (completed or
-// failed): nothing of it is pending, and its state on the broker may be
-// removed after a retention. Every other state is open, whatever its age.
-func (s RunState) Finished() bool { return s == RunStateCompleted || s == RunStateFailed }
-
 // RunRecord is the value stored in the runs bucket under the run's token.
 type RunRecord struct {
-	V         int          `json:"v"`
-	Announced RunAnnounced `json:"announced"`
-	State     RunState     `json:"state"`
+	V         int              `json:"v"`
+	Announced RunAnnounced     `json:"announced"`
+	State     oxytype.RunState `json:"state"`
 	// Reason explains RunStateFailed or RunStateStopping.
 	Reason string `json:"reason,omitempty"`
 	// Stop is set with RunStateStopping (and kept once completed): what

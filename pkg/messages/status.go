@@ -1,12 +1,11 @@
 package messages
 
 import (
-	"encoding/json"
 	"reflect"
 	"time"
 
 	"github.com/oxypipe/oxypipe/internal/redact"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // StatusEvent says what happened to one doc at one data type. Every stage
@@ -22,34 +21,25 @@ type StatusEvent struct {
 	Attempt int    `json:"attempt,omitempty"`
 	// DataType is the stage recorded: for a success the data type reached,
 	// for a failure the data type of the message that failed.
-	DataType DataType `json:"data_type"`
-	Outcome  Outcome  `json:"outcome"`
+	DataType oxytype.DataType `json:"data_type"`
+	Outcome  oxytype.Outcome  `json:"outcome"`
 	// Origin is the producer of the record at DataType: the stage that
 	// succeeded, or for a failure the producer of the failed message.
-	Origin Actor `json:"origin"`
+	Origin oxytype.Party `json:"origin"`
 	// Consumer is the worker that failed the message; zero for a success.
-	Consumer Actor `json:"consumer,omitzero"`
+	Consumer oxytype.Party `json:"consumer,omitzero"`
 	// RetryCount is, for a failure, how many times the failed message had
 	// been delivered (1 on its first delivery).
 	RetryCount int `json:"retry_count,omitempty"`
 	// Reason is a one-line human explanation of a failure.
 	Reason string `json:"reason,omitempty"`
-	// Error is the structured error behind a failure, as the run log prints
-	// it (status code, message, trace id).
-	Error *runlog.ErrorInfo `json:"error,omitempty"`
-	// State is, for a hard failure, the run-log state it implies:
-	// runlog.Rejected, Unsubmitted, Faulted or Unfetched.
-	State runlog.State `json:"state,omitempty"`
-	// APIJobID is the job id where one exists.
-	APIJobID string `json:"api_job_id,omitempty"`
-	// Payload is the doc's WSA body where known (the feeder's success at
-	// payload always carries it); redacted on encode.
-	Payload json.RawMessage `json:"payload,omitempty"`
-	// Upload is the job's cloud-storage upload entry where the API reported
-	// one.
-	Upload *runlog.Upload `json:"upload,omitempty"`
-	Time   time.Time      `json:"time"`
-	Extra  Extra          `json:"-"`
+	// Facts are the run-log facts of the outcome (error, state, job id,
+	// payload, upload), written as top-level keys of the event. The feeder's
+	// success at payload always carries the payload; it and the error's
+	// message are redacted on encode.
+	oxytype.Facts
+	Time  time.Time `json:"time"`
+	Extra Extra     `json:"-"`
 }
 
 var statusEventKeys = jsonKeys(reflect.TypeFor[StatusEvent]())

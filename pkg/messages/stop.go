@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // StopCause says what stopped a run.
@@ -88,7 +90,7 @@ func (r RunAnnounced) StopTimeoutOrDefault() time.Duration {
 // stopped without one (by an older build), its stop timeout after its last
 // change. It is zero for a run that is not stopping.
 func (r RunRecord) Expires(settle time.Duration) time.Time {
-	if r.State != RunStateStopping {
+	if r.State != oxytype.RunStateStopping {
 		return time.Time{}
 	}
 	if r.Stop != nil {
@@ -103,13 +105,13 @@ func (r RunRecord) Expires(settle time.Duration) time.Time {
 // completed (a payload delivered after its run ended).
 func (r RunRecord) NotSubmitted() string {
 	switch {
-	case r.State == RunStateCompleted:
+	case r.State == oxytype.RunStateCompleted:
 		return "the run had ended before this payload was submitted"
-	case r.State == RunStateStopping && r.Stop != nil && r.Stop.Cause != StopByUser && r.Reason != "":
+	case r.State == oxytype.RunStateStopping && r.Stop != nil && r.Stop.Cause != StopByUser && r.Reason != "":
 		return r.Reason
 	}
 	msg := "the run was stopped before this payload was submitted"
-	if r.State == RunStateFailed {
+	if r.State == oxytype.RunStateFailed {
 		msg = "the run failed before this payload was submitted"
 	}
 	if r.Reason != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
@@ -126,13 +127,13 @@ func Example_runLog() {
 		}
 		fmt.Println(line.State, *line.ID)
 		switch line.State {
-		case runlog.Faulted:
+		case oxytype.Faulted:
 			p, err := payload.Parse(line.Payload, 0)
 			if err != nil {
 				panic(err)
 			}
 			resubmit = append(resubmit, p)
-		case runlog.Unfetched:
+		case oxytype.Unfetched:
 			unfetched = append(unfetched, *line.ID)
 		}
 	}

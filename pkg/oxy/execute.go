@@ -12,7 +12,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/destination"
-	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 )
 
@@ -153,9 +153,9 @@ func (c *Client) Resume(ctx context.Context, run string, src feeder.Source, opts
 	}
 	rec := ref.Record
 	switch rec.State {
-	case messages.RunStateFailed:
+	case oxytype.RunStateFailed:
 		return nil, &feeder.RunFailedError{Run: run, Reason: rec.Reason}
-	case messages.RunStateCompleted:
+	case oxytype.RunStateCompleted:
 		return c.Watch(ctx, run, opts)
 	}
 	if src == nil {

@@ -12,8 +12,8 @@ import (
 	"github.com/oxypipe/oxypipe/internal/feeder"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
 func storagePayload(t *testing.T, url string) payload.Payload {
@@ -102,14 +102,14 @@ func TestStorageCheckHoldsBackAFailedLocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[int]runlog.State{}
+	got := map[int]oxytype.State{}
 	for job, err := range run.Jobs() {
 		if err != nil {
 			t.Fatal(err)
 		}
 		got[job.Doc] = job.Status
 	}
-	want := map[int]runlog.State{0: runlog.Done, 1: runlog.Done, 2: runlog.Unsubmitted, 3: runlog.Done, 4: runlog.Unsubmitted}
+	want := map[int]oxytype.State{0: oxytype.Done, 1: oxytype.Done, 2: oxytype.Unsubmitted, 3: oxytype.Done, 4: oxytype.Unsubmitted}
 	if !maps.Equal(got, want) {
 		t.Errorf("states %v, want %v", got, want)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/destination/s3dest"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -56,7 +57,7 @@ var outputTotal, outputRate, stopSlack = func() (int, int, time.Duration) {
 	if testutil.RaceEnabled {
 		return 400, 50, 45 * time.Second
 	}
-	return 2000, 200, 8 * time.Second
+	return 2000, 200, 20 * time.Second
 }()
 
 // stoppingClient is sandboxClient at outputRate jobs per second, with a
@@ -172,7 +173,7 @@ func checkStoppedRun(t *testing.T, c *oxy.Client, r stoppedRun, want string, has
 	if len(r.lines) != outputTotal {
 		t.Fatalf("run log has %d lines, want %d", len(r.lines), outputTotal)
 	}
-	counts := map[runlog.State]int{}
+	counts := map[oxytype.State]int{}
 	for i, l := range r.lines {
 		counts[l.State]++
 		input := fmt.Sprintf("https://sandbox.oxylabs.io/products/%d", i+1)
@@ -181,15 +182,15 @@ func checkStoppedRun(t *testing.T, c *oxy.Client, r stoppedRun, want string, has
 			t.Errorf("payload %d was billed %d times", i, billed)
 		}
 		switch l.State {
-		case runlog.Done:
+		case oxytype.Done:
 			if l.ID == nil || !has(*l.ID) || billed != 1 {
 				t.Errorf("payload %d done as %v, but its file is missing or its job was billed %d times", i, l.ID, billed)
 			}
-		case runlog.Unfetched:
+		case oxytype.Unfetched:
 			if l.ID == nil || billed != 1 || l.Error == nil {
 				t.Errorf("payload %d unfetched without an id, an error or its one job (billed %d): %+v", i, billed, l)
 			}
-		case runlog.Unsubmitted:
+		case oxytype.Unsubmitted:
 			if l.Error == nil {
 				t.Errorf("payload %d unsubmitted without an error", i)
 				continue
@@ -213,11 +214,11 @@ func checkStoppedRun(t *testing.T, c *oxy.Client, r stoppedRun, want string, has
 	}
 	t.Logf("%d payloads: %v; %d jobs billed; the stop took %v to end the run",
 		outputTotal, counts, st.JobsCreated, r.ended.Sub(r.stopped).Round(time.Millisecond))
-	if counts[runlog.Unsubmitted] == 0 || st.JobsCreated > int64(outputTotal/2) {
+	if counts[oxytype.Unsubmitted] == 0 || st.JobsCreated > int64(outputTotal/2) {
 		t.Errorf("%d of %d payloads billed after the destination failed: submission did not stop", st.JobsCreated, outputTotal)
 	}
-	if int64(counts[runlog.Done]+counts[runlog.Unfetched]) > st.JobsCreated {
-		t.Errorf("%d done or unfetched, but only %d jobs created", counts[runlog.Done]+counts[runlog.Unfetched], st.JobsCreated)
+	if int64(counts[oxytype.Done]+counts[oxytype.Unfetched]) > st.JobsCreated {
+		t.Errorf("%d done or unfetched, but only %d jobs created", counts[oxytype.Done]+counts[oxytype.Unfetched], st.JobsCreated)
 	}
 	if took := r.ended.Sub(r.stopped); took > max(stopTimeout, stopSettle)+stopSlack {
 		t.Errorf("the run ended %v after its stop, want within %v + %v", took, max(stopTimeout, stopSettle), stopSlack)

@@ -15,6 +15,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/retry"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
@@ -114,7 +115,7 @@ func (c *Client) ExecuteRealtime(ctx context.Context, src feeder.Source, opts Op
 	r := &RealtimeRun{
 		id: id, dest: dest, api: api, opts: opts, started: started,
 		ann: messages.RunAnnounced{
-			Run: id, Total: src.Len(), FinalDataType: messages.FinalDataType,
+			Run: id, Total: src.Len(), FinalDataType: oxytype.FinalDataType,
 			Destination: opts.Destination, RunLog: opts.RunLog, StartedAt: started.UTC(),
 		},
 		jobs:     make(chan Job, max(opts.Buffer, progress.DefaultBuffer)),
@@ -124,7 +125,7 @@ func (c *Client) ExecuteRealtime(ctx context.Context, src feeder.Source, opts Op
 	}
 	r.tracker = progress.NewTracker(r.ann)
 	if opts.RunLog != "" {
-		if r.logAt, err = runlog.Save(ctx, opts.RunLog, id, nil, func(cfg *destination.Config) { *cfg = dests }); err != nil {
+		if r.logAt, err = saveRunLog(ctx, opts.RunLog, id, nil, dests); err != nil {
 			_ = dest.Close()
 			return nil, &feeder.RunFailedError{Run: id, Reason: "the run log cannot be written: " + err.Error()}
 		}
@@ -261,7 +262,7 @@ func (r *RealtimeRun) record(ev *messages.StatusEvent) {
 			id := job.ID
 			l.ID = &id
 		}
-		if job.Status == runlog.Faulted {
+		if job.Status == oxytype.Faulted {
 			l.Error = nil
 		}
 		r.lines[job.Doc] = l
@@ -302,7 +303,7 @@ func (r *RealtimeRun) run(src feeder.Source, dests destination.Config) {
 			r.Stop("the payloads could not be read")
 			break
 		}
-		r.record(&messages.StatusEvent{Doc: messages.DocID(doc), DataType: messages.DataPayload, Outcome: messages.Success, Payload: p.Redacted()})
+		r.record(&messages.StatusEvent{Doc: messages.DocID(doc), DataType: oxytype.DataPayload, Outcome: oxytype.Success, Facts: oxytype.Facts{Payload: p.Redacted()}})
 		if r.isStopping() {
 			r.unsubmitted(doc, "Not submitted, because the run was stopped", false)
 		} else {
@@ -322,7 +323,7 @@ func (r *RealtimeRun) run(src feeder.Source, dests destination.Config) {
 	r.mu.Unlock()
 	if r.opts.RunLog != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		_, err := runlog.Save(ctx, r.opts.RunLog, r.id, func(w io.Writer) error {
+		_, err := saveRunLog(ctx, r.opts.RunLog, r.id, func(w io.Writer) error {
 			rw := runlog.NewWriter(w)
 			for _, l := range lines {
 				if err := rw.WriteLine(l); err != nil {
@@ -330,7 +331,7 @@ func (r *RealtimeRun) run(src feeder.Source, dests destination.Config) {
 				}
 			}
 			return nil
-		}, func(cfg *destination.Config) { *cfg = dests })
+		}, dests)
 		cancel()
 		if err != nil {
 			r.mu.Lock()
@@ -364,18 +365,16 @@ func (r *RealtimeRun) call(it realtimeItem) {
 		switch {
 		case wsa.MayHaveCreatedJob(err):
 			info.MayHaveBilled = true
-			r.record(&messages.StatusEvent{Doc: doc, DataType: messages.DataPayload, Outcome: messages.HardFailure, State: runlog.Unsubmitted,
-				Reason: "The Realtime call's outcome is unknown (" + info.Message + "): its job may exist and bill, so it is not sent again", Error: info})
+			r.record(&messages.StatusEvent{Doc: doc, DataType: oxytype.DataPayload, Outcome: oxytype.HardFailure, Reason: "The Realtime call's outcome is unknown (" + info.Message + "): its job may exist and bill, so it is not sent again", Facts: oxytype.Facts{State: oxytype.Unsubmitted, Error: info}})
 			return
 		case class == wsa.Reject:
 			if info.StatusCode != nil && *info.StatusCode == 408 {
 				info.Message = realtimeTimedOut
 			}
-			r.record(&messages.StatusEvent{Doc: doc, DataType: messages.DataPayload, Outcome: messages.HardFailure, State: runlog.Rejected,
-				Reason: "Rejected: " + info.Message, Error: info})
+			r.record(&messages.StatusEvent{Doc: doc, DataType: oxytype.DataPayload, Outcome: oxytype.HardFailure, Reason: "Rejected: " + info.Message, Facts: oxytype.Facts{State: oxytype.Rejected, Error: info}})
 			return
 		case class == wsa.Retry && time.Since(first) < realtimeRetry.MaxElapsed:
-			r.record(&messages.StatusEvent{Doc: doc, DataType: messages.DataPayload, Outcome: messages.SoftFailure, Reason: info.Message})
+			r.record(&messages.StatusEvent{Doc: doc, DataType: oxytype.DataPayload, Outcome: oxytype.SoftFailure, Reason: info.Message})
 			t := time.NewTimer(realtimeRetry.Delay(attempt))
 			select {
 			case <-t.C:
@@ -386,8 +385,7 @@ func (r *RealtimeRun) call(it realtimeItem) {
 		case class == wsa.Stop || class == wsa.Throttle:
 			r.Stop("Stopped submitting, because " + info.Message)
 		}
-		r.record(&messages.StatusEvent{Doc: doc, DataType: messages.DataPayload, Outcome: messages.HardFailure, State: runlog.Unsubmitted,
-			Reason: "Not submitted: " + info.Message, Error: info})
+		r.record(&messages.StatusEvent{Doc: doc, DataType: oxytype.DataPayload, Outcome: oxytype.HardFailure, Reason: "Not submitted: " + info.Message, Facts: oxytype.Facts{State: oxytype.Unsubmitted, Error: info}})
 		return
 	}
 }
@@ -397,35 +395,48 @@ func (r *RealtimeRun) finished(doc int, res wsa.RealtimeResult) {
 	d := messages.DocID(doc)
 	id := res.Job.ID
 	if res.Job.Status == wsa.JobFaulted {
-		r.record(&messages.StatusEvent{Doc: d, DataType: messages.DataSubmitted, Outcome: messages.HardFailure, State: runlog.Faulted, APIJobID: id, Reason: "faulted"})
+		r.record(&messages.StatusEvent{Doc: d, DataType: oxytype.DataSubmitted, Outcome: oxytype.HardFailure, Reason: "faulted", Facts: oxytype.Facts{State: oxytype.Faulted, APIJobID: id}})
 		return
 	}
-	r.record(&messages.StatusEvent{Doc: d, DataType: messages.DataDone, Outcome: messages.Success, APIJobID: id})
+	r.record(&messages.StatusEvent{Doc: d, DataType: oxytype.DataDone, Outcome: oxytype.Success, Facts: oxytype.Facts{APIJobID: id}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := r.dest.Put(ctx, id+".json", bytes.NewReader(res.Body)); err != nil {
 		// An output failure stops billing: nothing more is sent.
 		msg := redact.String(err.Error())
 		r.Stop("a write to the destination failed: " + msg)
-		r.record(&messages.StatusEvent{Doc: d, DataType: messages.DataDone, Outcome: messages.HardFailure, State: runlog.Unfetched, APIJobID: id,
-			Reason: "Not written: " + msg, Error: &runlog.ErrorInfo{Message: msg}})
+		r.record(&messages.StatusEvent{Doc: d, DataType: oxytype.DataDone, Outcome: oxytype.HardFailure, Reason: "Not written: " + msg, Facts: oxytype.Facts{State: oxytype.Unfetched, APIJobID: id, Error: &oxytype.ErrorInfo{Message: msg}}})
 		return
 	}
-	r.record(&messages.StatusEvent{Doc: d, DataType: messages.DataWritten, Outcome: messages.Success, APIJobID: id})
+	r.record(&messages.StatusEvent{Doc: d, DataType: oxytype.DataWritten, Outcome: oxytype.Success, Facts: oxytype.Facts{APIJobID: id}})
 }
 
 func (r *RealtimeRun) unsubmitted(doc int, reason string, mayHaveBilled bool) {
-	r.record(&messages.StatusEvent{Doc: messages.DocID(doc), DataType: messages.DataPayload, Outcome: messages.HardFailure, State: runlog.Unsubmitted,
-		Reason: reason, Error: &runlog.ErrorInfo{Message: reason, MayHaveBilled: mayHaveBilled}})
+	r.record(&messages.StatusEvent{Doc: messages.DocID(doc), DataType: oxytype.DataPayload, Outcome: oxytype.HardFailure, Reason: reason, Facts: oxytype.Facts{State: oxytype.Unsubmitted, Error: &oxytype.ErrorInfo{Message: reason, MayHaveBilled: mayHaveBilled}}})
+}
+
+// saveRunLog writes a run log of this process's own (the Realtime runner
+// keeps one; the pipeline's statusworker writes the others) and returns
+// where it is, credentials redacted.
+func saveRunLog(ctx context.Context, location, run string, fill func(io.Writer) error, dests destination.Config) (string, error) {
+	dst, err := destination.Open(ctx, location, func(cfg *destination.Config) { *cfg = dests })
+	if err != nil {
+		return "", fmt.Errorf("run log: %w", err)
+	}
+	defer func() { _ = dst.Close() }()
+	if err := runlog.Put(ctx, dst, run, fill); err != nil {
+		return "", err
+	}
+	return runlog.Location(dst.String(), run), nil
 }
 
 // realtimeErrorInfo is the run log's error for a failed Realtime call.
-func realtimeErrorInfo(err error) *runlog.ErrorInfo {
+func realtimeErrorInfo(err error) *oxytype.ErrorInfo {
 	var ae *wsa.APIError
 	if !errors.As(err, &ae) {
-		return &runlog.ErrorInfo{Message: redact.String(err.Error())}
+		return &oxytype.ErrorInfo{Message: redact.String(err.Error())}
 	}
-	info := &runlog.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
+	info := &oxytype.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
 	if ae.StatusCode > 0 {
 		code := ae.StatusCode
 		info.StatusCode = &code

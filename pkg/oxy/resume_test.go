@@ -20,6 +20,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -219,10 +220,10 @@ func TestResumeAfterAbruptStop(t *testing.T) {
 			t.Errorf("%s was billed %d times", input, times)
 		}
 	}
-	counts := map[runlog.State]int{}
+	counts := map[oxytype.State]int{}
 	for _, j := range seen {
 		counts[j.Status]++
-		if j.Status == runlog.Unsubmitted && !strings.Contains(j.Error.Message, "unknown") {
+		if j.Status == oxytype.Unsubmitted && !strings.Contains(j.Error.Message, "unknown") {
 			// Only a payload whose request was in flight at the kill may end
 			// unsubmitted, and it says that its outcome is unknown.
 			t.Errorf("doc %d unsubmitted: %+v", j.Doc, j.Error)
@@ -230,17 +231,17 @@ func TestResumeAfterAbruptStop(t *testing.T) {
 	}
 	unknownBilled := 0
 	for _, j := range seen {
-		if j.Status == runlog.Unsubmitted && st.CreatedByInput[j.Input] == 1 {
+		if j.Status == oxytype.Unsubmitted && st.CreatedByInput[j.Input] == 1 {
 			unknownBilled++
 		}
 	}
 	t.Logf("created at the kill %d, in all %d; %v (outcome unknown and billed: %d); %s",
 		createdAtKill, st.JobsCreated, counts, unknownBilled, resumed.Progress())
-	if counts[runlog.Done]+counts[runlog.Unsubmitted] != n || counts[runlog.Unsubmitted] > held || int64(counts[runlog.Done]) > st.JobsCreated {
+	if counts[oxytype.Done]+counts[oxytype.Unsubmitted] != n || counts[oxytype.Unsubmitted] > held || int64(counts[oxytype.Done]) > st.JobsCreated {
 		t.Errorf("outcomes %v with %d jobs created", counts, st.JobsCreated)
 	}
 	for _, j := range seen {
-		if j.Status == runlog.Done && st.CreatedByInput[j.Input] != 1 {
+		if j.Status == oxytype.Done && st.CreatedByInput[j.Input] != 1 {
 			t.Errorf("done doc %d was billed %d times", j.Doc, st.CreatedByInput[j.Input])
 		}
 	}
@@ -257,8 +258,8 @@ func TestResumeAfterAbruptStop(t *testing.T) {
 			t.Errorf("run log line %d: %s, the run yielded %s", doc, line.State, seen[doc].Status)
 		}
 	}
-	if got := len(files(t, results)); got != counts[runlog.Done] {
-		t.Errorf("%d files for %d done jobs", got, counts[runlog.Done])
+	if got := len(files(t, results)); got != counts[oxytype.Done] {
+		t.Errorf("%d files for %d done jobs", got, counts[oxytype.Done])
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
@@ -18,22 +19,22 @@ import (
 // mixedPayloads returns n payloads in which every 7th faults at the API,
 // every 11th is rejected by the API (400), and every 13th is rejected by
 // local validation (an IP address as host), with the state each must end in.
-func mixedPayloads(n int) ([]payload.Payload, map[int]runlog.State) {
+func mixedPayloads(n int) ([]payload.Payload, map[int]oxytype.State) {
 	ps := make([]payload.Payload, n)
-	want := make(map[int]runlog.State, n)
+	want := make(map[int]oxytype.State, n)
 	for i := range n {
 		url := fmt.Sprintf("https://sandbox.oxylabs.io/items/%d", i)
-		want[i] = runlog.Done
+		want[i] = oxytype.Done
 		switch {
 		case i%13 == 5:
 			url = fmt.Sprintf("https://10.0.0.%d/items", i%250)
-			want[i] = runlog.Rejected
+			want[i] = oxytype.Rejected
 		case i%11 == 3:
 			url += "/reject"
-			want[i] = runlog.Rejected
+			want[i] = oxytype.Rejected
 		case i%7 == 2:
 			url += "/fault"
-			want[i] = runlog.Faulted
+			want[i] = oxytype.Faulted
 		}
 		ps[i] = payload.New("universal", "url", url)
 	}
@@ -74,13 +75,13 @@ func TestEveryPayloadEndsOnce(t *testing.T) {
 		t.Fatalf("%d docs finished, want %d", len(seen), n)
 	}
 	t.Logf("%s", run.Progress())
-	counts := map[runlog.State]int{}
+	counts := map[oxytype.State]int{}
 	for doc, job := range seen {
 		counts[job.Status]++
 		if job.Status != want[doc] {
 			t.Errorf("doc %d ended %s, want %s (%+v)", doc, job.Status, want[doc], job)
 		}
-		if (job.ID == "") != (job.Status == runlog.Rejected) {
+		if (job.ID == "") != (job.Status == oxytype.Rejected) {
 			t.Errorf("doc %d: id %q with status %s", doc, job.ID, job.Status)
 		}
 	}
@@ -104,16 +105,16 @@ func TestEveryPayloadEndsOnce(t *testing.T) {
 	}
 
 	p := run.Progress()
-	if p.Payloads != n || p.Done != counts[runlog.Done] || p.Faulted != counts[runlog.Faulted] || p.Rejected != counts[runlog.Rejected] ||
-		p.Written != counts[runlog.Done] || p.Pending != 0 || p.Unsubmitted != 0 || p.Unfetched != 0 {
+	if p.Payloads != n || p.Done != counts[oxytype.Done] || p.Faulted != counts[oxytype.Faulted] || p.Rejected != counts[oxytype.Rejected] ||
+		p.Written != counts[oxytype.Done] || p.Pending != 0 || p.Unsubmitted != 0 || p.Unfetched != 0 {
 		t.Errorf("progress %+v does not match the jobs %v", p, counts)
 	}
-	if got := len(files(t, results)); got != counts[runlog.Done] {
-		t.Errorf("destination holds %d files, want %d", got, counts[runlog.Done])
+	if got := len(files(t, results)); got != counts[oxytype.Done] {
+		t.Errorf("destination holds %d files, want %d", got, counts[oxytype.Done])
 	}
 	var incomplete *oxy.IncompleteRunError
-	if err := run.Err(); !errors.As(err, &incomplete) || len(incomplete.Rejections) != counts[runlog.Rejected] ||
-		err.Error() != fmt.Sprintf("%d rejected", counts[runlog.Rejected]) {
+	if err := run.Err(); !errors.As(err, &incomplete) || len(incomplete.Rejections) != counts[oxytype.Rejected] ||
+		err.Error() != fmt.Sprintf("%d rejected", counts[oxytype.Rejected]) {
 		t.Errorf("Err() = %v", err)
 	}
 	for _, r := range incomplete.Rejections {
@@ -151,7 +152,7 @@ func TestStopMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	finished := map[int]runlog.State{}
+	finished := map[int]oxytype.State{}
 	stopped := false
 	for job, err := range run.Jobs() {
 		if err != nil {
@@ -168,24 +169,24 @@ func TestStopMidRun(t *testing.T) {
 	if len(finished) != n {
 		t.Fatalf("%d docs finished, want %d", len(finished), n)
 	}
-	counts := map[runlog.State]int{}
+	counts := map[oxytype.State]int{}
 	for _, s := range finished {
 		counts[s]++
 	}
 	t.Logf("after a stop: %v, %s", counts, run.Progress())
-	if counts[runlog.Unsubmitted] == 0 || counts[runlog.Done] < 3 || counts[runlog.Done]+counts[runlog.Unsubmitted] != n {
+	if counts[oxytype.Unsubmitted] == 0 || counts[oxytype.Done] < 3 || counts[oxytype.Done]+counts[oxytype.Unsubmitted] != n {
 		t.Fatalf("after a stop: %v", counts)
 	}
 	var incomplete *oxy.IncompleteRunError
 	err = run.Err()
-	if !errors.As(err, &incomplete) || len(incomplete.Unsubmitted) != counts[runlog.Unsubmitted] {
+	if !errors.As(err, &incomplete) || len(incomplete.Unsubmitted) != counts[oxytype.Unsubmitted] {
 		t.Fatalf("Err() = %v", err)
 	}
-	if err.Error() != fmt.Sprintf("%d unsubmitted", counts[runlog.Unsubmitted]) {
+	if err.Error() != fmt.Sprintf("%d unsubmitted", counts[oxytype.Unsubmitted]) {
 		t.Errorf("error text %q", err.Error())
 	}
 	report := run.Report()
-	want := fmt.Sprintf("Stopped submitting, because the run was stopped before this payload was submitted; %d payloads stay unsubmitted", counts[runlog.Unsubmitted])
+	want := fmt.Sprintf("Stopped submitting, because the run was stopped before this payload was submitted; %d payloads stay unsubmitted", counts[oxytype.Unsubmitted])
 	if len(report) != 1 || report[0] != want {
 		t.Errorf("report = %q, want %q", report, want)
 	}
@@ -193,25 +194,25 @@ func TestStopMidRun(t *testing.T) {
 	if len(lines) != n {
 		t.Fatalf("run log has %d lines, want %d", len(lines), n)
 	}
-	logged := map[runlog.State]int{}
+	logged := map[oxytype.State]int{}
 	for _, l := range lines {
 		var line runlog.Line
 		if err := json.Unmarshal([]byte(l), &line); err != nil {
 			t.Fatal(err)
 		}
 		logged[line.State]++
-		if line.State == runlog.Unsubmitted && (line.ID != nil || line.Error == nil) {
+		if line.State == oxytype.Unsubmitted && (line.ID != nil || line.Error == nil) {
 			t.Errorf("unsubmitted line %s", l)
 		}
 	}
-	if logged[runlog.Done] != counts[runlog.Done] || logged[runlog.Unsubmitted] != counts[runlog.Unsubmitted] {
+	if logged[oxytype.Done] != counts[oxytype.Done] || logged[oxytype.Unsubmitted] != counts[oxytype.Unsubmitted] {
 		t.Errorf("run log counts %v, jobs %v", logged, counts)
 	}
 	cl, err := c.Cluster(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cl.Emulator().Emulator.Stats().JobsCreated; got != int64(counts[runlog.Done]) {
-		t.Errorf("the API created %d jobs, the run has %d done", got, counts[runlog.Done])
+	if got := cl.Emulator().Emulator.Stats().JobsCreated; got != int64(counts[oxytype.Done]) {
+		t.Errorf("the API created %d jobs, the run has %d done", got, counts[oxytype.Done])
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // The seed's example: three payloads, one whose status check answers 404,
@@ -38,7 +38,7 @@ func TestSeedRunInOneProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if job.Status == runlog.Done {
+		if job.Status == oxytype.Done {
 			if _, err := os.Stat(job.File); err != nil {
 				t.Errorf("a done job was yielded before its file exists: %v", err)
 			}
@@ -141,13 +141,13 @@ func TestSeedRunInOneProcess(t *testing.T) {
 		for _, j := range got {
 			byDoc[j.Doc] = j
 		}
-		if j := byDoc[2]; j.Status != runlog.Done || j.ID != "7500000000000000003" || j.File != filepath.Join(results, "7500000000000000003.json") || j.Input != "https://sandbox.oxylabs.io/products/3" {
+		if j := byDoc[2]; j.Status != oxytype.Done || j.ID != "7500000000000000003" || j.File != filepath.Join(results, "7500000000000000003.json") || j.Input != "https://sandbox.oxylabs.io/products/3" {
 			t.Errorf("done job = %+v", j)
 		}
-		if j := byDoc[1]; j.Status != runlog.Faulted || j.Error != nil || j.File != "" {
+		if j := byDoc[1]; j.Status != oxytype.Faulted || j.Error != nil || j.File != "" {
 			t.Errorf("faulted job = %+v", j)
 		}
-		if j := byDoc[0]; j.Status != runlog.Unfetched || j.Error == nil || j.Error.String() != "404 Not Found" {
+		if j := byDoc[0]; j.Status != oxytype.Unfetched || j.Error == nil || j.Error.String() != "404 Not Found" {
 			t.Errorf("unfetched job = %+v", j)
 		}
 	})

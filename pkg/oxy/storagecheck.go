@@ -9,7 +9,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/feeder"
 	"github.com/oxypipe/oxypipe/internal/progress"
 	"github.com/oxypipe/oxypipe/internal/redact"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -157,18 +157,18 @@ func (c *storageCheck) feed(ctx context.Context, f *feeder.Feeder, run string, s
 			case j.Upload != nil && j.Upload.Code == wsa.UploadOK,
 				// A job object without "statuses" reports no upload: there
 				// is nothing to judge by, so the check cannot hold back.
-				j.Upload == nil && (j.Status == runlog.Done || j.Status == runlog.Faulted):
+				j.Upload == nil && (j.Status == oxytype.Done || j.Status == oxytype.Faulted):
 				for _, d := range rest {
 					release[d] = true
 				}
-			case j.Status == runlog.Rejected && len(rest) > 0:
+			case j.Status == oxytype.Rejected && len(rest) > 0:
 				l.probe++
 				c.watch(l.docs[l.probe])
 				next[l.docs[l.probe]] = true
 				if len(rest) > 1 {
 					still = append(still, l)
 				}
-			case j.Status == runlog.Rejected:
+			case j.Status == oxytype.Rejected:
 			default:
 				reason := fmt.Sprintf("Held back %s for %s, because the first upload failed", plural(len(rest), "payload", "payloads"), redact.String(l.url))
 				res, err := f.HoldBack(ctx, run, src, func(d int) bool { return d > l.docs[l.probe] && inDocs(rest, d) }, reason)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/oxypipe/oxypipe/internal/feeder"
-	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 var (
@@ -52,9 +52,9 @@ func hasOrNot(has bool) string {
 
 // finalDataType is where a run's docs are complete: at done for uploads
 // (nothing is written), at the writer's data type otherwise.
-func finalDataType(uploads bool) messages.DataType {
+func finalDataType(uploads bool) oxytype.DataType {
 	if uploads {
-		return messages.DataDone
+		return oxytype.DataDone
 	}
-	return messages.FinalDataType
+	return oxytype.FinalDataType
 }

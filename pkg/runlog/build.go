@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Spec says which run log to derive: how many payloads the run has and the
@@ -14,8 +16,8 @@ type Spec struct {
 	// "0" … Total-1.
 	Total int
 	// FinalDataType is the stage whose success makes a doc done
-	// (normally "written").
-	FinalDataType string
+	// (normally oxytype.FinalDataType).
+	FinalDataType oxytype.DataType
 }
 
 // Source streams a run's ledger records in document order, as
@@ -45,15 +47,15 @@ func (s *Summary) add(l Line, resolved bool) {
 		s.Resolved++
 	}
 	switch l.State {
-	case Done:
+	case oxytype.Done:
 		s.Done++
-	case Faulted:
+	case oxytype.Faulted:
 		s.Faulted++
-	case Rejected:
+	case oxytype.Rejected:
 		s.Rejected++
-	case Unsubmitted:
+	case oxytype.Unsubmitted:
 		s.Unsubmitted++
-	case Unfetched:
+	case oxytype.Unfetched:
 		s.Unfetched++
 	}
 }

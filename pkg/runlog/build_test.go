@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -20,17 +21,16 @@ func seedRecords() []runlog.Record {
 		return json.RawMessage(`{"source":"universal","url":"https://sandbox.oxylabs.io/products/` + n + `"}`)
 	}
 	return []runlog.Record{
-		{Doc: "0", DataType: "payload", Success: true, Payload: p("1")},
+		{Doc: "0", DataType: "payload", Success: true, Facts: oxytype.Facts{Payload: p("1")}},
 		{Doc: "0", DataType: "submitted", HardFailure: "Stopped checking job 7500000000000000001, because the API returned 404 Not Found",
-			State: runlog.Unfetched, APIJobID: "7500000000000000001", Payload: p("1"),
-			Error: &runlog.ErrorInfo{StatusCode: intp(404), Message: "Not Found", TraceID: "00000001-000000000000000000000000"}},
-		{Doc: "1", DataType: "payload", Success: true, Payload: p("2")},
-		{Doc: "1", DataType: "submitted", HardFailure: "Job 7500000000000000002 faulted", State: runlog.Faulted,
-			APIJobID: "7500000000000000002", Error: &runlog.ErrorInfo{Message: "faulted"}},
-		{Doc: "2", DataType: "done", Success: true, APIJobID: "7500000000000000003"},
-		{Doc: "2", DataType: "payload", Success: true, Payload: p("3")},
-		{Doc: "2", DataType: "submitted", Success: true, APIJobID: "7500000000000000003"},
-		{Doc: "2", DataType: "written", Success: true, APIJobID: "7500000000000000003"},
+			Facts: oxytype.Facts{State: oxytype.Unfetched, APIJobID: "7500000000000000001", Payload: p("1"), Error: &oxytype.ErrorInfo{StatusCode: intp(404), Message: "Not Found", TraceID: "00000001-000000000000000000000000"}},
+		},
+		{Doc: "1", DataType: "payload", Success: true, Facts: oxytype.Facts{Payload: p("2")}},
+		{Doc: "1", DataType: "submitted", HardFailure: "Job 7500000000000000002 faulted", Facts: oxytype.Facts{State: oxytype.Faulted, APIJobID: "7500000000000000002", Error: &oxytype.ErrorInfo{Message: "faulted"}}},
+		{Doc: "2", DataType: "done", Success: true, Facts: oxytype.Facts{APIJobID: "7500000000000000003"}},
+		{Doc: "2", DataType: "payload", Success: true, Facts: oxytype.Facts{Payload: p("3")}},
+		{Doc: "2", DataType: "submitted", Success: true, Facts: oxytype.Facts{APIJobID: "7500000000000000003"}},
+		{Doc: "2", DataType: "written", Success: true, Facts: oxytype.Facts{APIJobID: "7500000000000000003"}},
 	}
 }
 
@@ -95,10 +95,10 @@ func TestBuild(t *testing.T) {
 	t.Run("docs that are not positions of the run are counted, not written", func(t *testing.T) {
 		t.Parallel()
 		recs := append([]runlog.Record{
-			{Doc: "?OXY_STATUS:7", DataType: "status", HardFailure: "malformed", State: runlog.Unsubmitted},
-			{Doc: "?OXY_STATUS:9", DataType: "status", HardFailure: "malformed", State: runlog.Unsubmitted},
+			{Doc: "?OXY_STATUS:7", DataType: "status", HardFailure: "malformed", Facts: oxytype.Facts{State: oxytype.Unsubmitted}},
+			{Doc: "?OXY_STATUS:9", DataType: "status", HardFailure: "malformed", Facts: oxytype.Facts{State: oxytype.Unsubmitted}},
 		}, seedRecords()...)
-		recs = append(recs, runlog.Record{Doc: "3", DataType: "written", Success: true, APIJobID: "1"})
+		recs = append(recs, runlog.Record{Doc: "3", DataType: "written", Success: true, Facts: oxytype.Facts{APIJobID: "1"}})
 		var buf bytes.Buffer
 		sum, err := runlog.Build(t.Context(), &buf, spec, sliceSource(recs))
 		if err != nil {
@@ -153,9 +153,9 @@ func TestDerive(t *testing.T) {
 		{
 			name: "a doc written and hard-failed counts once, as done",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "done", HardFailure: "write failed", State: runlog.Unfetched, APIJobID: "42"},
-				{Doc: "0", DataType: "payload", Success: true, Payload: payload},
-				{Doc: "0", DataType: "written", Success: true, APIJobID: "42"},
+				{Doc: "0", DataType: "done", HardFailure: "write failed", Facts: oxytype.Facts{State: oxytype.Unfetched, APIJobID: "42"}},
+				{Doc: "0", DataType: "payload", Success: true, Facts: oxytype.Facts{Payload: payload}},
+				{Doc: "0", DataType: "written", Success: true, Facts: oxytype.Facts{APIJobID: "42"}},
 			},
 			want:     `{"state":"done","id":"42","payload":{"source":"universal","url":"https://redacted:redacted@example.com/a?x=<1>&y=2"},"error":null,"upload":null}`,
 			resolved: true,
@@ -163,8 +163,7 @@ func TestDerive(t *testing.T) {
 		{
 			name: "a rejected payload has no id and its structured error",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "payload", HardFailure: "400 bad", State: runlog.Rejected, Payload: payload,
-					Error: &runlog.ErrorInfo{StatusCode: intp(400), Message: "Bad Request", TraceID: "t1"}},
+				{Doc: "0", DataType: "payload", HardFailure: "400 bad", Facts: oxytype.Facts{State: oxytype.Rejected, Payload: payload, Error: &oxytype.ErrorInfo{StatusCode: intp(400), Message: "Bad Request", TraceID: "t1"}}},
 			},
 			want:     `{"state":"rejected","id":null,"payload":{"source":"universal","url":"https://redacted:redacted@example.com/a?x=<1>&y=2"},"error":{"status_code":400,"message":"Bad Request","trace_id":"t1"},"upload":null}`,
 			resolved: true,
@@ -172,7 +171,7 @@ func TestDerive(t *testing.T) {
 		{
 			name: "a hard failure without a structured error gets its text as the message",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "payload", HardFailure: "the run was stopped", State: runlog.Unsubmitted},
+				{Doc: "0", DataType: "payload", HardFailure: "the run was stopped", Facts: oxytype.Facts{State: oxytype.Unsubmitted}},
 			},
 			want:     `{"state":"unsubmitted","id":null,"payload":null,"error":{"status_code":null,"message":"the run was stopped","trace_id":""},"upload":null}`,
 			resolved: true,
@@ -180,7 +179,7 @@ func TestDerive(t *testing.T) {
 		{
 			name: "a hard failure without a usable state is unfetched when a job id is known",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "submitted", Success: true, APIJobID: "7"},
+				{Doc: "0", DataType: "submitted", Success: true, Facts: oxytype.Facts{APIJobID: "7"}},
 				{Doc: "0", DataType: "done", HardFailure: "poison message: delivered 10 times"},
 			},
 			want:     `{"state":"unfetched","id":"7","payload":null,"error":{"status_code":null,"message":"poison message: delivered 10 times","trace_id":""},"upload":null}`,
@@ -189,8 +188,8 @@ func TestDerive(t *testing.T) {
 		{
 			name: "the hard failure of the latest stage wins over the statusworker's own",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "status", HardFailure: "malformed status event", State: runlog.Unsubmitted},
-				{Doc: "0", DataType: "submitted", HardFailure: "Job 9 faulted", State: runlog.Faulted, APIJobID: "9"},
+				{Doc: "0", DataType: "status", HardFailure: "malformed status event", Facts: oxytype.Facts{State: oxytype.Unsubmitted}},
+				{Doc: "0", DataType: "submitted", HardFailure: "Job 9 faulted", Facts: oxytype.Facts{State: oxytype.Faulted, APIJobID: "9"}},
 			},
 			want:     `{"state":"faulted","id":"9","payload":null,"error":null,"upload":null}`,
 			resolved: true,
@@ -199,7 +198,7 @@ func TestDerive(t *testing.T) {
 			name: "a lost status report does not resolve a doc",
 			recs: []runlog.Record{
 				{Doc: "0", DataType: "payload", Success: true},
-				{Doc: "0", DataType: "status", HardFailure: "malformed status event", State: runlog.Unsubmitted},
+				{Doc: "0", DataType: "status", HardFailure: "malformed status event", Facts: oxytype.Facts{State: oxytype.Unsubmitted}},
 			},
 			want:     `{"state":"unsubmitted","id":null,"payload":null,"error":{"status_code":null,"message":"` + runlog.MsgUnresolved + `","trace_id":""},"upload":null}`,
 			resolved: false,
@@ -207,8 +206,7 @@ func TestDerive(t *testing.T) {
 		{
 			name: "the may-have-billed mark is written inside the error",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "payload", HardFailure: "500", State: runlog.Unsubmitted,
-					Error: &runlog.ErrorInfo{StatusCode: intp(500), Message: "Internal Server Error", MayHaveBilled: true}},
+				{Doc: "0", DataType: "payload", HardFailure: "500", Facts: oxytype.Facts{State: oxytype.Unsubmitted, Error: &oxytype.ErrorInfo{StatusCode: intp(500), Message: "Internal Server Error", MayHaveBilled: true}}},
 			},
 			want:     `{"state":"unsubmitted","id":null,"payload":null,"error":{"status_code":500,"message":"Internal Server Error","trace_id":"","may_have_billed":true},"upload":null}`,
 			resolved: true,
@@ -216,9 +214,8 @@ func TestDerive(t *testing.T) {
 		{
 			name: "the mark of an earlier outcome sticks to a later unmarked one",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "payload", HardFailure: "run stopped", State: runlog.Unsubmitted,
-					Error: &runlog.ErrorInfo{Message: "the run was stopped"}},
-				{Doc: "0", DataType: "submitted", Error: &runlog.ErrorInfo{Message: "500", MayHaveBilled: true}},
+				{Doc: "0", DataType: "payload", HardFailure: "run stopped", Facts: oxytype.Facts{State: oxytype.Unsubmitted, Error: &oxytype.ErrorInfo{Message: "the run was stopped"}}},
+				{Doc: "0", DataType: "submitted", Facts: oxytype.Facts{Error: &oxytype.ErrorInfo{Message: "500", MayHaveBilled: true}}},
 			},
 			want:     `{"state":"unsubmitted","id":null,"payload":null,"error":{"status_code":null,"message":"the run was stopped","trace_id":"","may_have_billed":true},"upload":null}`,
 			resolved: true,
@@ -226,7 +223,7 @@ func TestDerive(t *testing.T) {
 		{
 			name: "an unresolved doc whose last soft failure was marked stays marked",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "payload", Error: &runlog.ErrorInfo{Message: "502", MayHaveBilled: true}},
+				{Doc: "0", DataType: "payload", Facts: oxytype.Facts{Error: &oxytype.ErrorInfo{Message: "502", MayHaveBilled: true}}},
 			},
 			want:     `{"state":"unsubmitted","id":null,"payload":null,"error":{"status_code":null,"message":"` + runlog.MsgUnresolved + `","trace_id":"","may_have_billed":true},"upload":null}`,
 			resolved: false,
@@ -234,8 +231,8 @@ func TestDerive(t *testing.T) {
 		{
 			name: "a done doc carries no mark",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "payload", Error: &runlog.ErrorInfo{Message: "502", MayHaveBilled: true}},
-				{Doc: "0", DataType: "written", Success: true, APIJobID: "5"},
+				{Doc: "0", DataType: "payload", Facts: oxytype.Facts{Error: &oxytype.ErrorInfo{Message: "502", MayHaveBilled: true}}},
+				{Doc: "0", DataType: "written", Success: true, Facts: oxytype.Facts{APIJobID: "5"}},
 			},
 			want:     `{"state":"done","id":"5","payload":null,"error":null,"upload":null}`,
 			resolved: true,
@@ -243,7 +240,7 @@ func TestDerive(t *testing.T) {
 		{
 			name: "a doc still in flight is not resolved",
 			recs: []runlog.Record{
-				{Doc: "0", DataType: "submitted", Success: true, APIJobID: "8", Upload: &runlog.Upload{Code: 13000, Message: "ok"}},
+				{Doc: "0", DataType: "submitted", Success: true, Facts: oxytype.Facts{APIJobID: "8", Upload: &oxytype.Upload{Code: 13000, Message: "ok"}}},
 			},
 			want:     `{"state":"unfetched","id":"8","payload":null,"error":{"status_code":null,"message":"` + runlog.MsgUnresolved + `","trace_id":""},"upload":{"code":13000,"message":"ok"}}`,
 			resolved: false,
@@ -272,14 +269,14 @@ func TestWriter(t *testing.T) {
 	t.Run("payload bytes are kept exactly, a multi-line payload is compacted", func(t *testing.T) {
 		t.Parallel()
 		id := "1"
-		got, err := runlog.AppendLine(nil, runlog.Line{State: runlog.Done, ID: &id, Payload: json.RawMessage(`{"q":"a<b>&c", "n":1.50}`)})
+		got, err := runlog.AppendLine(nil, runlog.Line{State: oxytype.Done, ID: &id, Payload: json.RawMessage(`{"q":"a<b>&c", "n":1.50}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := `{"state":"done","id":"1","payload":{"q":"a<b>&c", "n":1.50},"error":null,"upload":null}` + "\n"; string(got) != want {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
-		got, err = runlog.AppendLine(nil, runlog.Line{State: runlog.Faulted, Payload: json.RawMessage("{\n \"q\": \"x\"\n}")})
+		got, err = runlog.AppendLine(nil, runlog.Line{State: oxytype.Faulted, Payload: json.RawMessage("{\n \"q\": \"x\"\n}")})
 		if err != nil {
 			t.Fatal(err)
 		}

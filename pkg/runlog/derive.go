@@ -5,33 +5,29 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/internal/redact"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Record is what the ledger holds about one doc at one stage, reduced to
 // what the run log needs. (The ledger's own record type lives in
-// pkg/jobresults, which imports this package; callers convert.)
+// pkg/jobresults; both embed oxytype.Facts, so a caller converts one into the
+// other by copying its key fields and its Facts.)
 type Record struct {
 	// Doc is the doc id: the payload's position as a decimal string, or an
 	// id that is not a position (an undecodable message's).
 	Doc string
 	// DataType is the stage of the record (payload, submitted, done,
 	// written, …).
-	DataType string
+	DataType oxytype.DataType
 	// Success is true when the stage's last outcome was a success.
 	Success bool
 	// HardFailure is the error text of a hard failure; "" when the record is
 	// not hard-failed.
 	HardFailure string
-	// State is the run-log state the hard failure implies ("" when unknown).
-	State State
-	// APIJobID is the job id, once any write carried one.
-	APIJobID string
-	// Payload is the (redacted) payload, once any write carried one.
-	Payload json.RawMessage
-	// Error is the structured error of the last outcome.
-	Error *ErrorInfo
-	// Upload is the cloud-storage upload entry, once any write carried one.
-	Upload *Upload
+	// Facts are the ledger's run-log facts of the record: the State hint
+	// and Error of its last outcome, the job id, the (redacted) payload and
+	// the upload entry once any write carried them.
+	oxytype.Facts
 	// Time is the time of the record's last write.
 	Time time.Time
 }
@@ -46,19 +42,6 @@ const (
 	// outcome when the run log was written.
 	MsgUnresolved = "the run ended before this payload reached a final outcome"
 )
-
-// StatusDataType is the data type under which the statusworker's runtime
-// records a status event it could not read (see pkg/messages DataStatus).
-// Such a record says a report about the doc was lost, not what became of the
-// doc, whose work goes on: it never resolves the doc. (Resolving it would
-// let a garbled report of a doc still in flight complete the run early, and
-// the run log would then call a payload that may yet be billed
-// "unsubmitted".)
-const StatusDataType = "status"
-
-// Stage names the derivation knows, in pipeline order. They mirror the
-// data types of pkg/messages (which imports this package).
-var pipelineOrder = map[string]int{"payload": 1, "submitted": 2, "done": 3, "written": 4}
 
 // Derive returns the run-log line of one doc from its ledger records (all of
 // one doc, at any stages) and whether the doc is resolved, that is final:
@@ -82,10 +65,11 @@ var pipelineOrder = map[string]int{"payload": 1, "submitted": 2, "done": 3, "wri
 //
 // When a doc has hard failures at several stages the one at the latest stage
 // of the pipeline wins (stages the derivation does not know rank below the
-// pipeline's), then the latest by time. A hard failure at StatusDataType
-// does not count. The payload is the one recorded at "payload", else any recorded
-// one, redacted again for safety.
-func Derive(finalDataType string, recs []Record) (Line, bool) {
+// pipeline's), then the latest by time. A hard failure at oxytype.DataStatus
+// (a lost report about the doc, not an outcome of it) does not count. The
+// payload is the one recorded at oxytype.DataPayload, else any recorded one,
+// redacted again for safety.
+func Derive(finalDataType oxytype.DataType, recs []Record) (Line, bool) {
 	line, resolved := derive(finalDataType, recs)
 	if line.ID == nil && line.Error != nil && !line.Error.MayHaveBilled && anyMarked(recs) {
 		e := *line.Error
@@ -96,9 +80,9 @@ func Derive(finalDataType string, recs []Record) (Line, bool) {
 }
 
 // derive is Derive without the sticky mark.
-func derive(finalDataType string, recs []Record) (line Line, resolved bool) {
+func derive(finalDataType oxytype.DataType, recs []Record) (line Line, resolved bool) {
 	if len(recs) == 0 {
-		return Line{State: Unsubmitted, Error: &ErrorInfo{Message: MsgNoRecord}}, false
+		return Line{State: oxytype.Unsubmitted, Error: &oxytype.ErrorInfo{Message: MsgNoRecord}}, false
 	}
 	line.Payload = pickPayload(recs)
 	line.Upload = pickUpload(recs, finalDataType)
@@ -110,7 +94,7 @@ func derive(finalDataType string, recs []Record) (line Line, resolved bool) {
 			if id == "" {
 				id = anyID
 			}
-			line.State, line.ID = Done, idPtr(id)
+			line.State, line.ID = oxytype.Done, idPtr(id)
 			return line, true
 		}
 	}
@@ -118,7 +102,7 @@ func derive(finalDataType string, recs []Record) (line Line, resolved bool) {
 	var hard *Record
 	for i := range recs {
 		r := &recs[i]
-		if r.HardFailure == "" || r.DataType == StatusDataType {
+		if r.HardFailure == "" || r.DataType == oxytype.DataStatus {
 			continue // a success, a soft failure, or a lost report: not final
 		}
 		if hard == nil || laterFailure(r, hard) {
@@ -126,40 +110,40 @@ func derive(finalDataType string, recs []Record) (line Line, resolved bool) {
 		}
 	}
 	if hard == nil {
-		state := Unsubmitted
+		state := oxytype.Unsubmitted
 		if anyID != "" {
-			state = Unfetched
+			state = oxytype.Unfetched
 		}
 		line.State, line.ID = state, idPtr(anyID)
-		line.Error = &ErrorInfo{Message: MsgUnresolved}
+		line.Error = &oxytype.ErrorInfo{Message: MsgUnresolved}
 		return line, false
 	}
 
 	id := hard.APIJobID
 	state := hard.State
 	switch state {
-	case Faulted, Unfetched:
+	case oxytype.Faulted, oxytype.Unfetched:
 		if id == "" {
 			id = anyID
 		}
-	case Rejected, Unsubmitted:
+	case oxytype.Rejected, oxytype.Unsubmitted:
 	default:
 		if id == "" {
 			id = anyID
 		}
-		state = Unsubmitted
+		state = oxytype.Unsubmitted
 		if id != "" {
-			state = Unfetched
+			state = oxytype.Unfetched
 		}
 	}
 	line.State, line.ID = state, idPtr(id)
-	if state != Faulted {
+	if state != oxytype.Faulted {
 		if hard.Error != nil {
 			e := *hard.Error
 			e.Message = redact.String(e.Message)
 			line.Error = &e
 		} else {
-			line.Error = &ErrorInfo{Message: redact.String(hard.HardFailure)}
+			line.Error = &oxytype.ErrorInfo{Message: redact.String(hard.HardFailure)}
 		}
 	}
 	return line, true
@@ -179,7 +163,7 @@ func anyMarked(recs []Record) bool {
 // laterFailure reports whether hard failure a outranks b: a later pipeline
 // stage, then a later time.
 func laterFailure(a, b *Record) bool {
-	ra, rb := pipelineOrder[a.DataType], pipelineOrder[b.DataType]
+	ra, rb := a.DataType.Rank(), b.DataType.Rank()
 	if ra != rb {
 		return ra > rb
 	}
@@ -192,7 +176,7 @@ func pickPayload(recs []Record) json.RawMessage {
 		if len(r.Payload) == 0 {
 			continue
 		}
-		if r.DataType == "payload" {
+		if r.DataType == oxytype.DataPayload {
 			return redact.Bytes(r.Payload)
 		}
 		if other == nil {
@@ -206,13 +190,13 @@ func pickPayload(recs []Record) json.RawMessage {
 }
 
 // pickJobID returns the job id of the latest stage that knows one.
-func pickJobID(recs []Record, final string) string {
+func pickJobID(recs []Record, final oxytype.DataType) string {
 	best, rank := "", -1
 	for _, r := range recs {
 		if r.APIJobID == "" {
 			continue
 		}
-		k := pipelineOrder[r.DataType]
+		k := r.DataType.Rank()
 		if r.DataType == final {
 			k = 100
 		}
@@ -225,14 +209,14 @@ func pickJobID(recs []Record, final string) string {
 
 // pickUpload returns the upload entry of the final stage, else of the latest
 // stage that has one.
-func pickUpload(recs []Record, final string) *Upload {
-	var best *Upload
+func pickUpload(recs []Record, final oxytype.DataType) *oxytype.Upload {
+	var best *oxytype.Upload
 	rank := -1
 	for _, r := range recs {
 		if r.Upload == nil {
 			continue
 		}
-		k := pipelineOrder[r.DataType]
+		k := r.DataType.Rank()
 		if r.DataType == final {
 			k = 100
 		}

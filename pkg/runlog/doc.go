@@ -9,16 +9,19 @@
 //
 // The package has three parts:
 //
-//   - the line types (Line, State, ErrorInfo, Upload);
+//   - the line type (Line), made of the shared vocabulary of pkg/oxytype
+//     (State, ErrorInfo, Upload);
 //   - derivation: Derive turns the ledger records of one doc into its line
 //     (a success at the final data type is done; otherwise the hard failure's
 //     state hint; a doc with no outcome is never dropped), and Walk/Build go
 //     over a whole run in input order;
-//   - input and output: Writer and Save stream lines to a folder or an
-//     object-store URL without holding the run in memory and without
-//     HTML-escaping payload bytes; Reader parses a run log back, naming the
+//   - input and output: Writer and Put stream lines to a destination (a
+//     folder or an object-store URL, opened by the caller) without holding
+//     the run in memory and without HTML-escaping payload bytes; Reader parses a run log back, naming the
 //     line of any error, for `oxy recover`.
 //
-// runlog does not import the ledger (pkg/jobresults imports runlog's types),
-// so the statusworker converts ledger records into runlog.Record.
+// runlog imports neither the ledger nor the destinations: a Record shares
+// its run-log facts (oxytype.Facts) with the ledger's record, so the
+// statusworker converts one into the other with a few assignments, and only
+// the programs that open a destination link the object-store SDKs.
 package runlog

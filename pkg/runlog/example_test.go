@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -14,8 +15,8 @@ import (
 // payload in input order, and read back for recovery.
 func ExampleBuild() {
 	recs := []runlog.Record{
-		{Doc: "0", DataType: "payload", Success: true, Payload: json.RawMessage(`{"source":"universal","url":"https://example.com/a"}`)},
-		{Doc: "0", DataType: "written", Success: true, APIJobID: "7500000000000000001"},
+		{Doc: "0", DataType: "payload", Success: true, Facts: oxytype.Facts{Payload: json.RawMessage(`{"source":"universal","url":"https://example.com/a"}`)}},
+		{Doc: "0", DataType: "written", Success: true, Facts: oxytype.Facts{APIJobID: "7500000000000000001"}},
 		// doc 1 has no record at all: it still gets a line.
 	}
 	src := func(_ context.Context, fn func(runlog.Record) error) error {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // ErrInvalidLine is matched (errors.Is) by every *ParseError.
@@ -108,7 +110,7 @@ func parseLine(raw []byte) (Line, string) {
 	if bytes.Equal(l.Payload, []byte("null")) {
 		l.Payload = nil
 	}
-	if l.State == Done && l.ID == nil {
+	if l.State == oxytype.Done && l.ID == nil {
 		return Line{}, `a done line has no "id"`
 	}
 	return l, ""

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
@@ -21,11 +22,11 @@ func TestReader(t *testing.T) {
 		if len(lines) != 3 {
 			t.Fatalf("%d lines", len(lines))
 		}
-		if lines[0].State != runlog.Unfetched || *lines[0].ID != "7500000000000000001" ||
+		if lines[0].State != oxytype.Unfetched || *lines[0].ID != "7500000000000000001" ||
 			*lines[0].Error.StatusCode != 404 || lines[0].Error.TraceID != "00000001-000000000000000000000000" {
 			t.Fatalf("line 1: %+v", lines[0])
 		}
-		if lines[1].State != runlog.Faulted || lines[1].Error != nil {
+		if lines[1].State != oxytype.Faulted || lines[1].Error != nil {
 			t.Fatalf("line 2: %+v", lines[1])
 		}
 		var buf bytes.Buffer

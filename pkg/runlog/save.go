@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/oxypipe/oxypipe/pkg/destination"
 )
 
 // Ext is the run log's file extension.
@@ -18,7 +16,9 @@ const Ext = ".jsonl"
 func FileName(run string) string { return run + Ext }
 
 // Putter is the part of a destination a run log is written through
-// (destination.Destination implements it).
+// (pkg/destination's Destination implements it). runlog does not open
+// destinations itself, so that a program that only reads or derives run logs
+// does not link the object-store SDKs.
 type Putter interface {
 	Put(ctx context.Context, name string, body io.Reader) error
 }
@@ -52,22 +52,6 @@ func Put(ctx context.Context, dst Putter, run string, fill func(w io.Writer) err
 		return fmt.Errorf("runlog: run %s: %w", run, putErr)
 	}
 	return nil
-}
-
-// Save opens location (a folder or an object-store URL, see
-// pkg/destination), writes the run log of run there with Put, and returns
-// where the file is (the location as destination.Destination.String
-// renders it, credentials redacted, joined with the file name).
-func Save(ctx context.Context, location, run string, fill func(w io.Writer) error, opts ...destination.Option) (string, error) {
-	dst, err := destination.Open(ctx, location, opts...)
-	if err != nil {
-		return "", fmt.Errorf("runlog: run %s: %w", run, err)
-	}
-	defer func() { _ = dst.Close() }()
-	if err := Put(ctx, dst, run, fill); err != nil {
-		return "", err
-	}
-	return Location(dst.String(), run), nil
 }
 
 // Location joins a destination's location and the run log's file name.

@@ -29,14 +29,28 @@ func seedFill(ctx context.Context) func(io.Writer) error {
 	}
 }
 
-func TestSave(t *testing.T) {
+// save opens location as the statusworker does and writes the run log of run
+// there with runlog.Put: runlog opens no destination itself.
+func save(ctx context.Context, location, run string, fill func(io.Writer) error, opts ...destination.Option) (string, error) {
+	dst, err := destination.Open(ctx, location, opts...)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = dst.Close() }()
+	if err := runlog.Put(ctx, dst, run, fill); err != nil {
+		return "", err
+	}
+	return runlog.Location(dst.String(), run), nil
+}
+
+func TestPutIntoADestination(t *testing.T) {
 	t.Parallel()
 	local := destination.WithLocal(destination.LocalConfig{NoSync: true})
 
 	t.Run("a folder gets <run id>.jsonl, empty first and then final", func(t *testing.T) {
 		t.Parallel()
 		dir := filepath.Join(t.TempDir(), "logs")
-		where, err := runlog.Save(t.Context(), dir, run, nil, local)
+		where, err := save(t.Context(), dir, run, nil, local)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +60,7 @@ func TestSave(t *testing.T) {
 		if got, err := os.ReadFile(where); err != nil || len(got) != 0 {
 			t.Fatalf("empty log: %q, %v", got, err)
 		}
-		if _, err := runlog.Save(t.Context(), dir, run, seedFill(t.Context()), local); err != nil {
+		if _, err := save(t.Context(), dir, run, seedFill(t.Context()), local); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := os.ReadFile(where); err != nil || string(got) != seedLog {
@@ -57,11 +71,11 @@ func TestSave(t *testing.T) {
 	t.Run("a failing fill leaves the previous file as it was", func(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
-		if _, err := runlog.Save(t.Context(), dir, run, nil, local); err != nil {
+		if _, err := save(t.Context(), dir, run, nil, local); err != nil {
 			t.Fatal(err)
 		}
 		boom := errors.New("ledger unreachable")
-		_, err := runlog.Save(t.Context(), dir, run, func(w io.Writer) error {
+		_, err := save(t.Context(), dir, run, func(w io.Writer) error {
 			if _, err := io.WriteString(w, strings.Repeat("x", 200<<10)); err != nil {
 				return err
 			}
@@ -81,7 +95,7 @@ func TestSave(t *testing.T) {
 		if err := os.WriteFile(file, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := runlog.Save(t.Context(), filepath.Join(file, "logs"), run, seedFill(t.Context()), local)
+		_, err := save(t.Context(), filepath.Join(file, "logs"), run, seedFill(t.Context()), local)
 		if !errors.Is(err, destination.ErrLocationNotFound) {
 			t.Fatalf("err = %v", err)
 		}
@@ -143,7 +157,7 @@ func TestSave(t *testing.T) {
 			Region: "us-east-1", Endpoint: srv.URL, UsePathStyle: true,
 			Credentials: credentials.NewStaticCredentialsProvider("AKIATEST", "secret-test-key", ""),
 		})
-		where, err := runlog.Save(t.Context(), "s3://logs/runs", run, seedFill(t.Context()), s3)
+		where, err := save(t.Context(), "s3://logs/runs", run, seedFill(t.Context()), s3)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // concurrencyCases check that concurrent writers lose nothing.
@@ -55,7 +56,7 @@ var concurrencyCases = []testCase{
 				// Versioned writes of one record from every writer: the
 				// highest version wins, whatever the interleaving.
 				for v := range 5 {
-					en := withReason(h.entry(stageWritten, "versioned", jobresults.SoftFailure, uint64(v*writers+w+1)), v, fmt.Sprintf("v%d", v*writers+w+1))
+					en := withReason(h.entry(stageWritten, "versioned", oxytype.SoftFailure, uint64(v*writers+w+1)), v, fmt.Sprintf("v%d", v*writers+w+1))
 					if _, err := h.store.Apply(h.ctx, []jobresults.Entry{en}); err != nil {
 						errs <- err
 						return

@@ -15,7 +15,7 @@ var finishCases = []testCase{
 	{name: "FinishJob stamps every record of the job, and no other job's", run: func(h *harness) {
 		h.success(stagePayload, "0", publisher)
 		h.hard(stageSubmitted, "1", submitter, poller, "faulted")
-		other := jobresults.Key{JobID: "job-2026-09-29-other", DataType: stagePayload, DocID: "0"}
+		other := jobresults.Key{Run: "job-2026-09-29-other", DataType: stagePayload, DocID: "0"}
 		if err := h.store.RecordSuccess(h.ctx, other, publisher); err != nil {
 			h.Fatal(err)
 		}
@@ -24,7 +24,7 @@ var finishCases = []testCase{
 		for _, r := range h.allRecords() {
 			equal(h, "finished at of "+r.DocID+"/"+r.DataType, r.FinishedAt, at)
 		}
-		recs, err := h.store.GetDocStatus(h.ctx, other.JobID, "0")
+		recs, err := h.store.GetDocStatus(h.ctx, other.Run, "0")
 		if err != nil {
 			h.Fatal(err)
 		}

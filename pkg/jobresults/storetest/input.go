@@ -7,7 +7,7 @@ import (
 	"math"
 
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
-	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // inputCases check that bad input is refused with ErrInvalidInput and
@@ -17,10 +17,10 @@ var inputCases = []testCase{
 		ctx, s, job := h.ctx, h.store, h.job
 		good := h.key(stageDone, "1")
 		noJob, noType, noDoc := good, good, good
-		noJob.JobID, noType.DataType, noDoc.DocID = "", "", ""
+		noJob.Run, noType.DataType, noDoc.DocID = "", "", ""
 		entry := func(mod func(*jobresults.Entry)) []jobresults.Entry {
-			ok := jobresults.Entry{Key: h.key(stageDone, "9"), Outcome: jobresults.Success, Origin: poller}
-			bad := jobresults.Entry{Key: good, Outcome: jobresults.SoftFailure, Origin: poller, Consumer: writer, Reason: "r"}
+			ok := jobresults.Entry{Key: h.key(stageDone, "9"), Outcome: oxytype.Success, Origin: poller}
+			bad := jobresults.Entry{Key: good, Outcome: oxytype.SoftFailure, Origin: poller, Consumer: writer, Reason: "r"}
 			mod(&bad)
 			return []jobresults.Entry{ok, bad} // the valid first entry must not be written either
 		}
@@ -44,9 +44,9 @@ var inputCases = []testCase{
 			"apply with unknown outcome":       apply(entry(func(e *jobresults.Entry) { e.Outcome = "maybe" })),
 			"apply with empty outcome":         apply(entry(func(e *jobresults.Entry) { e.Outcome = "" })),
 			"apply hard failure without error": apply(entry(func(e *jobresults.Entry) {
-				e.Outcome, e.Reason = jobresults.HardFailure, ""
+				e.Outcome, e.Reason = oxytype.HardFailure, ""
 			})),
-			"apply with unknown state":     apply(entry(func(e *jobresults.Entry) { e.State = runlog.State("lost") })),
+			"apply with unknown state":     apply(entry(func(e *jobresults.Entry) { e.State = oxytype.State("lost") })),
 			"apply with invalid payload":   apply(entry(func(e *jobresults.Entry) { e.Payload = json.RawMessage(`{"a":`) })),
 			"apply with a too big version": apply(entry(func(e *jobresults.Entry) { e.Version = math.MaxInt64 + 1 })),
 			"completed without job id":     second(s.CountCompletedDocs(ctx, "", stageDone)),
@@ -73,7 +73,7 @@ var inputCases = []testCase{
 			if !errors.Is(err, jobresults.ErrInvalidInput) {
 				h.Errorf("scope %q: err = %v, want ErrInvalidInput", scope, err)
 			}
-			_, err = h.store.Apply(context.Background(), []jobresults.Entry{{Key: h.key(stageDone, "1"), Outcome: jobresults.Success, Scope: scope}})
+			_, err = h.store.Apply(context.Background(), []jobresults.Entry{{Key: h.key(stageDone, "1"), Outcome: oxytype.Success, Scope: scope}})
 			if !errors.Is(err, jobresults.ErrInvalidInput) {
 				h.Errorf("entry scope %q: err = %v, want ErrInvalidInput", scope, err)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // modelCases compare a store with a plain reference model after random
@@ -20,19 +21,19 @@ var modelCases = []testCase{
 		m := &model{recs: map[jobresults.Key]*jobresults.Record{}}
 		docs := []string{"1", "2", "3", "10", "x", "y"}
 		stages := []string{stagePayload, stageSubmitted, stageDone}
-		outcomes := []jobresults.Outcome{jobresults.Success, jobresults.SoftFailure, jobresults.HardFailure}
+		outcomes := []oxytype.Outcome{oxytype.Success, oxytype.SoftFailure, oxytype.HardFailure}
 		reasons := []string{"429", "503", "timeout", "faulted"}
 		randomEntry := func() jobresults.Entry {
 			en := jobresults.Entry{
 				Key:     h.key(stages[rng.IntN(len(stages))], docs[rng.IntN(len(docs))]),
 				Outcome: outcomes[rng.IntN(len(outcomes))],
-				Origin:  jobresults.Party{Type: "stage", Name: strconv.Itoa(rng.IntN(3))},
+				Origin:  oxytype.Party{Type: "stage", Name: strconv.Itoa(rng.IntN(3))},
 			}
-			if en.Outcome != jobresults.Success {
-				en.Consumer = jobresults.Party{Type: "worker", Name: strconv.Itoa(rng.IntN(3))}
+			if en.Outcome != oxytype.Success {
+				en.Consumer = oxytype.Party{Type: "worker", Name: strconv.Itoa(rng.IntN(3))}
 				en.Reason = reasons[rng.IntN(len(reasons))]
 			}
-			if en.Outcome == jobresults.SoftFailure {
+			if en.Outcome == oxytype.SoftFailure {
 				en.RetryCount = rng.IntN(5)
 			}
 			if rng.IntN(3) > 0 {
@@ -48,11 +49,11 @@ var modelCases = []testCase{
 				// Through the seed methods.
 				var err error
 				switch en.Outcome {
-				case jobresults.Success:
+				case oxytype.Success:
 					err = h.store.RecordSuccess(h.ctx, en.Key, en.Origin)
-				case jobresults.SoftFailure:
+				case oxytype.SoftFailure:
 					err = h.store.RecordSoftFailure(h.ctx, en.Key, en.Origin, en.Consumer, en.RetryCount, en.Reason)
-				case jobresults.HardFailure:
+				case oxytype.HardFailure:
 					err = h.store.RecordHardFailure(h.ctx, en.Key, en.Origin, en.Consumer, en.Reason)
 				}
 				if err != nil {
@@ -98,12 +99,12 @@ func (m *model) apply(en jobresults.Entry, now time.Time) bool {
 	}
 	r.Time, r.Origin = now, en.Origin
 	switch en.Outcome {
-	case jobresults.Success:
-		r.Success, r.Consumer, r.RetryCount, r.SoftFailures, r.HardFailure = true, jobresults.Party{}, 0, nil, ""
-	case jobresults.SoftFailure:
+	case oxytype.Success:
+		r.Success, r.Consumer, r.RetryCount, r.SoftFailures, r.HardFailure = true, oxytype.Party{}, 0, nil, ""
+	case oxytype.SoftFailure:
 		r.Success, r.Consumer, r.RetryCount, r.HardFailure = false, en.Consumer, en.RetryCount, ""
 		r.SoftFailures = append(slices.Clone(r.SoftFailures), en.Reason)
-	case jobresults.HardFailure:
+	case oxytype.HardFailure:
 		r.Success, r.Consumer, r.RetryCount, r.SoftFailures, r.HardFailure = false, en.Consumer, 0, nil, en.Reason
 	}
 	if en.Version != 0 {
@@ -152,11 +153,11 @@ func (m *model) check(h *harness, stages []string) {
 		}
 		c.Total++
 		switch r.Outcome() {
-		case jobresults.Success:
+		case oxytype.Success:
 			c.Succeeded++
-		case jobresults.SoftFailure:
+		case oxytype.SoftFailure:
 			c.SoftFailed++
-		case jobresults.HardFailure:
+		case oxytype.HardFailure:
 			c.HardFailed++
 			hardDocs[r.DocID] = true
 		}

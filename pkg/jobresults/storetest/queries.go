@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // queryCases check the progress and failure queries.
@@ -128,6 +129,6 @@ var queryCases = []testCase{
 		})
 		r := h.record(stageDone, "1")
 		equal(h, "current error", r.CurrentError(), "poison message: delivered 5 times")
-		equal(h, "outcome", r.Outcome(), jobresults.HardFailure)
+		equal(h, "outcome", r.Outcome(), oxytype.HardFailure)
 	}},
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // readerCases check ForEachRecord and the behaviour under a cancelled
@@ -79,7 +80,7 @@ var readerCases = []testCase{
 			}
 		}
 		check("RecordSuccess", h.store.RecordSuccess(ctx, h.key(stageDone, "2"), poller))
-		_, err := h.store.Apply(ctx, []jobresults.Entry{h.entry(stageDone, "3", jobresults.Success, 1)})
+		_, err := h.store.Apply(ctx, []jobresults.Entry{h.entry(stageDone, "3", oxytype.Success, 1)})
 		check("Apply", err)
 		_, err = h.store.GetStageCounts(ctx, h.job)
 		check("GetStageCounts", err)

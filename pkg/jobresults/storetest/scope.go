@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // scopeCases check scoping on and off.
@@ -16,9 +17,9 @@ var scopeCases = []testCase{
 		h.soft(stageDone, "1", poller, writer, 1, "r")
 		equal(h, "scope after an unscoped write", h.record(stageDone, "1").Scope, "tenant-a")
 		// An entry's own scope wins over the context's.
-		en := h.entry(stageDone, "2", jobresults.Success, 1)
+		en := h.entry(stageDone, "2", oxytype.Success, 1)
 		en.Scope = "lane-7"
-		if _, err := h.store.Apply(ctx, []jobresults.Entry{en, h.entry(stageDone, "3", jobresults.Success, 1)}); err != nil {
+		if _, err := h.store.Apply(ctx, []jobresults.Entry{en, h.entry(stageDone, "3", oxytype.Success, 1)}); err != nil {
 			h.Fatal(err)
 		}
 		equal(h, "entry scope", h.record(stageDone, "2").Scope, "lane-7")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Options configure a ledger built for one test.
@@ -60,10 +61,10 @@ func Run(t *testing.T, newLedger NewLedger) {
 
 // Parties used by the tests.
 var (
-	publisher = jobresults.Party{Type: "publisher", Name: "feeder"}
-	submitter = jobresults.Party{Type: "submitter", Name: "submitter-0"}
-	poller    = jobresults.Party{Type: "poller", Name: "poller-1"}
-	writer    = jobresults.Party{Type: "writer", Name: "writer-2"}
+	publisher = oxytype.Party{Type: "publisher", Name: "feeder"}
+	submitter = oxytype.Party{Type: "submitter", Name: "submitter-0"}
+	poller    = oxytype.Party{Type: "poller", Name: "poller-1"}
+	writer    = oxytype.Party{Type: "writer", Name: "writer-2"}
 )
 
 // Stages used by the tests, in data-type order.
@@ -104,24 +105,24 @@ type harness struct {
 }
 
 func (h *harness) key(dataType, doc string) jobresults.Key {
-	return jobresults.Key{JobID: h.job, DataType: dataType, DocID: doc}
+	return jobresults.Key{Run: h.job, DataType: dataType, DocID: doc}
 }
 
-func (h *harness) success(dataType, doc string, origin jobresults.Party) {
+func (h *harness) success(dataType, doc string, origin oxytype.Party) {
 	h.Helper()
 	if err := h.store.RecordSuccess(h.ctx, h.key(dataType, doc), origin); err != nil {
 		h.Fatalf("RecordSuccess(%s, %s): %v", dataType, doc, err)
 	}
 }
 
-func (h *harness) soft(dataType, doc string, origin, consumer jobresults.Party, retry int, reason string) {
+func (h *harness) soft(dataType, doc string, origin, consumer oxytype.Party, retry int, reason string) {
 	h.Helper()
 	if err := h.store.RecordSoftFailure(h.ctx, h.key(dataType, doc), origin, consumer, retry, reason); err != nil {
 		h.Fatalf("RecordSoftFailure(%s, %s): %v", dataType, doc, err)
 	}
 }
 
-func (h *harness) hard(dataType, doc string, origin, consumer jobresults.Party, msg string) {
+func (h *harness) hard(dataType, doc string, origin, consumer oxytype.Party, msg string) {
 	h.Helper()
 	if err := h.store.RecordHardFailure(h.ctx, h.key(dataType, doc), origin, consumer, msg); err != nil {
 		h.Fatalf("RecordHardFailure(%s, %s): %v", dataType, doc, err)

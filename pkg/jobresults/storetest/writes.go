@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // writeCases check the seed's write rules, one record per key.
@@ -71,7 +72,7 @@ var writeCases = []testCase{
 		h.soft(stageDone, "1", poller, writer, 0, "")
 		r := h.record(stageDone, "1")
 		equal(h, "soft failures", r.SoftFailures, []string{""})
-		equal(h, "outcome", r.Outcome(), jobresults.SoftFailure)
+		equal(h, "outcome", r.Outcome(), oxytype.SoftFailure)
 		equal(h, "stage counts", h.stageCounts(), []jobresults.StageCount{{DataType: stageDone, Total: 1, SoftFailed: 1}})
 		equal(h, "unique errors", h.uniqueErrors(""), []jobresults.UniqueError{{Error: "", DataType: stageDone, Count: 1, FirstSeen: t0, LastSeen: t0}})
 	}},

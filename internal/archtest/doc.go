@@ -1,0 +1,3 @@
+// Package archtest holds tests of the repository's structure: rules about
+// which package may link what, which the compiler cannot enforce.
+package archtest
