@@ -197,18 +197,7 @@ func (p *Poller) retry(m *stage.Msg, s *messages.Submitted, elapsed time.Duratio
 }
 
 // errorInfo is the run log's error for a failed call.
-func errorInfo(err error) *oxytype.ErrorInfo {
-	var ae *wsa.APIError
-	if errors.As(err, &ae) {
-		info := &oxytype.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
-		if ae.StatusCode != 0 {
-			code := ae.StatusCode
-			info.StatusCode = &code
-		}
-		return info
-	}
-	return &oxytype.ErrorInfo{Message: redact.String(err.Error())}
-}
+func errorInfo(err error) *oxytype.ErrorInfo { return wsa.ErrorInfo(err) }
 
 // hasStorageURL reports whether a payload asks the API to upload its result
 // to cloud storage.

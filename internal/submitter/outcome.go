@@ -117,35 +117,8 @@ func stopCause(err error) string {
 }
 
 // errorInfo is the run log's error for a failed submission.
-func errorInfo(err error) *oxytype.ErrorInfo {
-	var ae *wsa.APIError
-	if !errors.As(err, &ae) {
-		return &oxytype.ErrorInfo{Message: redact.String(err.Error())}
-	}
-	info := &oxytype.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
-	if ae.StatusCode > 0 {
-		code := ae.StatusCode
-		info.StatusCode = &code
-	}
-	return info
-}
+func errorInfo(err error) *oxytype.ErrorInfo { return wsa.ErrorInfo(err) }
 
-// markedInfo returns info with the may-have-billed mark: the structured
-// field, which is what recovery tools read, and the same words at the end
-// of the message for a human reader. A marked info is returned as it is.
-func markedInfo(info *oxytype.ErrorInfo) *oxytype.ErrorInfo {
-	if info == nil {
-		info = &oxytype.ErrorInfo{}
-	}
-	if info.MayHaveBilled {
-		return info
-	}
-	m := *info
-	m.MayHaveBilled = true
-	if m.Message == "" {
-		m.Message = oxytype.MayHaveBilledText
-	} else {
-		m.Message += "; " + oxytype.MayHaveBilledText
-	}
-	return &m
-}
+// markedInfo returns info with the may-have-billed mark (see
+// oxytype.Marked).
+func markedInfo(info *oxytype.ErrorInfo) *oxytype.ErrorInfo { return oxytype.Marked(info) }

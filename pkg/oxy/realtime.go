@@ -361,10 +361,10 @@ func (r *RealtimeRun) call(it realtimeItem) {
 			return
 		}
 		class := wsa.Classify(err)
-		info := realtimeErrorInfo(err)
+		info := wsa.ErrorInfo(err)
 		switch {
 		case wsa.MayHaveCreatedJob(err):
-			info.MayHaveBilled = true
+			info = oxytype.Marked(info)
 			r.record(&messages.StatusEvent{Doc: doc, DataType: oxytype.DataPayload, Outcome: oxytype.HardFailure, Reason: "The Realtime call's outcome is unknown (" + info.Message + "): its job may exist and bill, so it is not sent again", Facts: oxytype.Facts{State: oxytype.Unsubmitted, Error: info}})
 			return
 		case class == wsa.Reject:
@@ -428,18 +428,4 @@ func saveRunLog(ctx context.Context, location, run string, fill func(io.Writer) 
 		return "", err
 	}
 	return runlog.Location(dst.String(), run), nil
-}
-
-// realtimeErrorInfo is the run log's error for a failed Realtime call.
-func realtimeErrorInfo(err error) *oxytype.ErrorInfo {
-	var ae *wsa.APIError
-	if !errors.As(err, &ae) {
-		return &oxytype.ErrorInfo{Message: redact.String(err.Error())}
-	}
-	info := &oxytype.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
-	if ae.StatusCode > 0 {
-		code := ae.StatusCode
-		info.StatusCode = &code
-	}
-	return info
 }
