@@ -17,9 +17,9 @@ import (
 	"github.com/oxypipe/oxypipe/internal/feeder"
 	"github.com/oxypipe/oxypipe/internal/natsconn"
 	"github.com/oxypipe/oxypipe/internal/redact"
-	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
+	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
@@ -202,7 +202,7 @@ without it.`)
   oxy run payloads.jsonl -d s3://bucket/results --run-log s3://bucket/logs --state-dir .oxy
   oxy run --resume 20260929T170412.345Z --state-dir .oxy      (after the process was killed)
   oxy run payloads.jsonl -d results | jq -r 'select(.status == "done") | .file'`)
-	fs.note(rulesHelp)
+	fs.note(emulator.RulesHelp)
 	return fs, f
 }
 
@@ -418,7 +418,7 @@ func (r *runner) source() (*runSource, error) {
 	s, err := feeder.ReadJSONL(in, feeder.ReadConfig{Dir: dir, Apply: r.options.apply})
 	if err != nil {
 		var (
-			ie    *feeder.InputError
+			ie    *oxytype.InputError
 			clash *clashError
 		)
 		if errors.As(err, &ie) && errors.As(err, &clash) {
@@ -464,7 +464,7 @@ func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
 	if f.sandbox {
 		cfg.Emulator = emulator.Config{}
 		if f.sandboxRules != "" {
-			if err := loadRules(f.sandboxRules, &cfg.Emulator); err != nil {
+			if err := cfg.Emulator.LoadRules(f.sandboxRules); err != nil {
 				return cfg, cleanup, usageError(err)
 			}
 		}
@@ -487,11 +487,11 @@ func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
 				cleanup()
 				return cfg, func() {}, usageErrorf("%s must be a positive number", envNATSReplicas)
 			}
-			cfg.Topology.Replicas = n
+			cfg.Replicas = n
 		}
 	}
 	if f.mongoURI != "" {
-		store, disconnect, err := openMongoLedger(ctx, f.mongoURI)
+		store, disconnect, err := jobresults.OpenMongo(ctx, f.mongoURI, "", jobresults.MongoConfig{})
 		if err != nil {
 			cleanup()
 			return cfg, func() {}, err
@@ -514,7 +514,7 @@ func (r *runner) start(ctx context.Context, client *oxy.Client, src *runSource) 
 	if f.resume != "" {
 		run, err := client.Resume(ctx, f.resume, src.source(), opts)
 		if err != nil {
-			if src.Spool == nil && errors.Is(err, feeder.ErrInputMismatch) {
+			if src.Spool == nil && errors.Is(err, oxytype.ErrInputMismatch) {
 				return nil, usageErrorf("no payloads of run %s are kept in %s\nhint: give the run's input file: oxy run --resume %s --state-dir %s FILE", f.resume, f.stateDir, f.resume, f.stateDir)
 			}
 			return nil, startError(err)
@@ -551,10 +551,10 @@ func (r *runner) start(ctx context.Context, client *oxy.Client, src *runSource) 
 // start or be reached is an error (1).
 func startError(err error) error {
 	var (
-		ie  *feeder.InputError
-		rf  *feeder.RunFailedError
+		ie  *oxytype.InputError
+		rf  *oxytype.RunFailedError
 		de  *destination.Error
-		nsw *feeder.NoStatusWorkerError
+		nsw *oxytype.NoStatusWorkerError
 	)
 	switch {
 	case errors.As(err, &ie):
@@ -563,7 +563,7 @@ func startError(err error) error {
 		return usageErrorf("the run log cannot be written, so nothing was sent: %s", rf.Reason)
 	case errors.As(err, &de), errors.Is(err, oxy.ErrNoDestination):
 		return usageErrorf("the destination cannot be written, so nothing was sent: %v", err)
-	case errors.Is(err, oxy.ErrNoCredentials), errors.Is(err, feeder.ErrInputMismatch), errors.Is(err, topology.ErrRunNotFound),
+	case errors.Is(err, oxy.ErrNoCredentials), errors.Is(err, oxytype.ErrInputMismatch), errors.Is(err, oxytype.ErrRunNotFound),
 		errors.Is(err, oxy.ErrRealtimeDeployed), errors.Is(err, oxy.ErrRealtimeStorage),
 		errors.Is(err, oxy.ErrStorageWithDestination), errors.Is(err, oxy.ErrMixedStorage):
 		return usageError(err)
@@ -576,7 +576,7 @@ func startError(err error) error {
 // serveStatus serves the in-process statusworker's JSON API on
 // --status-addr, for `oxy status RUN --url`.
 func (r *runner) serveStatus(ctx context.Context, client *oxy.Client) (func(), error) {
-	cl, err := client.Cluster(ctx)
+	h, err := client.StatusHandler(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -584,7 +584,6 @@ func (r *runner) serveStatus(ctx context.Context, client *oxy.Client) (func(), e
 	if err != nil {
 		return nil, usageErrorf("--status-addr: %w", err)
 	}
-	h := cl.StatusWorker().Handler()
 	mux := http.NewServeMux()
 	mux.Handle("/runs", h)
 	mux.Handle("/runs/", h)

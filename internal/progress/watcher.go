@@ -76,7 +76,7 @@ type Watcher struct {
 	mu        sync.Mutex
 	tracker   *Tracker
 	completed *messages.RunCompleted
-	stopped   *StoppedError
+	stopped   *oxytype.StoppedError
 	fatal     error
 	final     *Progress
 }
@@ -174,7 +174,7 @@ func (w *Watcher) waitCompleted(ctx context.Context, out chan<- completion) {
 	ref, err := w.cfg.Topology.Runs().Wait(ctx, w.cfg.Run, func(rec *messages.RunRecord) bool {
 		if rec.State == oxytype.RunStateStopping {
 			w.mu.Lock()
-			w.stopped = &StoppedError{Reason: rec.Reason}
+			w.stopped = &oxytype.StoppedError{Reason: rec.Reason}
 			w.mu.Unlock()
 		}
 		return rec.State.Terminal()
@@ -227,7 +227,7 @@ func (w *Watcher) loop(ctx context.Context, js jetstream.JetStream, subject stri
 			w.mu.Lock()
 			w.completed = c.rec.Completed
 			if w.stopped == nil && c.rec.Reason != "" {
-				w.stopped = &StoppedError{Reason: c.rec.Reason}
+				w.stopped = &oxytype.StoppedError{Reason: c.rec.Reason}
 			}
 			w.mu.Unlock()
 			last, settled = seq, true
@@ -402,7 +402,7 @@ func (w *Watcher) Completed() *messages.RunCompleted {
 }
 
 // Stopped returns the run's stop, if it was stopped.
-func (w *Watcher) Stopped() *StoppedError {
+func (w *Watcher) Stopped() *oxytype.StoppedError {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.stopped

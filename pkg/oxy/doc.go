@@ -26,9 +26,9 @@
 // # Before anything bills
 //
 // Execute fails, with nothing sent to the API, when the credentials are
-// missing, a payload cannot be fed (*feeder.InputError: no source, no input,
+// missing, a payload cannot be fed (*oxytype.InputError: no source, no input,
 // too large), the destination cannot be listed or written, or the run log
-// cannot be written (the statusworker refuses the run: *feeder.RunFailedError).
+// cannot be written (the statusworker refuses the run: *oxytype.RunFailedError).
 // Payloads the API would refuse (an IP address as host, 21 pages, …) are fed
 // and end "rejected" in the run log at no cost.
 //
@@ -58,5 +58,7 @@
 //
 // A run-log line's payload is the body that was sent (credentials redacted):
 // parse it with payload.Parse and pass it to Execute again. Unfetched jobs
-// are fetched by id with Get or Save, at no cost.
+// are fetched by id with Get or Save, at no cost; Lookup reads a job's
+// status alone. These are the one fetcher of the module: `oxy get` and `oxy
+// recover` print what they find.
 package oxy

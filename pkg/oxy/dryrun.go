@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/oxypipe/oxypipe/internal/feeder"
 	"github.com/oxypipe/oxypipe/internal/progress"
 )
 
@@ -44,7 +43,7 @@ func plural(n int, one, many string) string {
 // JSON line each with credentials in URLs replaced by "redacted:redacted",
 // and returns what the run would bill at most. It sends nothing and needs no
 // Client: nothing is announced, probed or submitted.
-func DryRun(src feeder.Source, w io.Writer) (Bill, error) {
+func DryRun(src Source, w io.Writer) (Bill, error) {
 	var b Bill
 	for p, err := range src.All() {
 		if err != nil {

@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oxypipe/oxypipe/internal/feeder"
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
+	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 func TestNothingBillsWhenARunCannotStart(t *testing.T) {
@@ -59,8 +60,8 @@ func TestNothingBillsWhenARunCannotStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = c.Execute(ctx, append(products(1, 2), bad), oxy.Options{Destination: good})
-		var ie *feeder.InputError
-		if !errors.As(err, &ie) || ie.Doc != 2 || !errors.Is(err, feeder.ErrNoInput) {
+		var ie *oxytype.InputError
+		if !errors.As(err, &ie) || ie.Doc != 2 || !errors.Is(err, oxytype.ErrNoInput) {
 			t.Fatalf("Execute = %v", err)
 		}
 		if !strings.HasPrefix(err.Error(), "payload 2: the payload has no input key") {
@@ -75,7 +76,7 @@ func TestNothingBillsWhenARunCannotStart(t *testing.T) {
 	})
 	t.Run("a run log that cannot be written", func(t *testing.T) {
 		_, err := c.Execute(ctx, products(1, 2), oxy.Options{Destination: good, RunLog: filepath.Join(blocker, "logs")})
-		var rf *feeder.RunFailedError
+		var rf *oxytype.RunFailedError
 		if !errors.As(err, &rf) || !strings.Contains(rf.Reason, "run log cannot be written") {
 			t.Fatalf("Execute = %v", err)
 		}
@@ -139,6 +140,25 @@ func TestGet(t *testing.T) {
 			t.Errorf("%s: body %d bytes, Err() = %v", name, len(f.Body), f.Err())
 		}
 	}
+
+	t.Run("lookup reads the status only", func(t *testing.T) {
+		before := cl.Emulator().Emulator.Stats().Requests[emulator.EndpointResults]
+		for name, status := range map[string]oxy.FetchStatus{
+			"done": oxy.FetchDone, "pending": oxy.FetchPending, "fault": oxy.FetchFaulted, "unknown": oxy.FetchUnknown,
+		} {
+			f, err := c.Lookup(ctx, ids[name])
+			if err != nil || f.Status != status || f.Body != nil {
+				t.Errorf("Lookup(%s) = %+v, %v; want %s and no body", name, f, err, status)
+			}
+		}
+		unknown, _ := c.Lookup(ctx, ids["unknown"])
+		if !errors.Is(unknown.Err(), wsa.ErrNotFound) || !errors.Is(unknown.Err(), oxy.ErrJobUnknown) {
+			t.Errorf("an unknown job's Err() = %v: want it to carry the API's 404", unknown.Err())
+		}
+		if after := cl.Emulator().Emulator.Stats().Requests[emulator.EndpointResults]; after != before {
+			t.Errorf("Lookup read results %d times", after-before)
+		}
+	})
 
 	t.Run("save writes the body of a done job only", func(t *testing.T) {
 		dir := t.TempDir()

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oxypipe/oxypipe/internal/feeder"
 	"github.com/oxypipe/oxypipe/internal/progress"
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/destination"
@@ -72,7 +71,7 @@ type RealtimeRun struct {
 	mu      sync.Mutex
 	tracker *progress.Tracker
 	lines   []runlog.Line
-	stopped *progress.StoppedError
+	stopped *oxytype.StoppedError
 	err     error
 	logAt   string
 	final   *Progress
@@ -82,7 +81,7 @@ type RealtimeRun struct {
 // with Execute, everything that can fail before billing fails here: the
 // destination is probed and the empty run log written before the first
 // call. Options.RealtimeConcurrency bounds the calls in flight.
-func (c *Client) ExecuteRealtime(ctx context.Context, src feeder.Source, opts Options) (*RealtimeRun, error) {
+func (c *Client) ExecuteRealtime(ctx context.Context, src Source, opts Options) (*RealtimeRun, error) {
 	if c.cfg.external() {
 		return nil, ErrRealtimeDeployed
 	}
@@ -127,7 +126,7 @@ func (c *Client) ExecuteRealtime(ctx context.Context, src feeder.Source, opts Op
 	if opts.RunLog != "" {
 		if r.logAt, err = saveRunLog(ctx, opts.RunLog, id, nil, dests); err != nil {
 			_ = dest.Close()
-			return nil, &feeder.RunFailedError{Run: id, Reason: "the run log cannot be written: " + err.Error()}
+			return nil, &oxytype.RunFailedError{Run: id, Reason: "the run log cannot be written: " + err.Error()}
 		}
 	}
 	// Calls are not bound to ctx: Stop lets them finish, StopNow cuts them.
@@ -140,7 +139,7 @@ func (c *Client) ExecuteRealtime(ctx context.Context, src feeder.Source, opts Op
 // for the configured hosts and credentials.
 func (c *Client) realtimeClient(ctx context.Context) (*wsa.Client, error) {
 	if c.cfg.Sandbox {
-		cl, err := c.Cluster(ctx)
+		cl, err := c.inProcess(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +228,7 @@ func (r *RealtimeRun) Stop(reason string) {
 		if reason == "" {
 			reason = "the run was stopped"
 		}
-		r.stopped = &progress.StoppedError{Reason: reason}
+		r.stopped = &oxytype.StoppedError{Reason: reason}
 		r.mu.Unlock()
 		close(r.stopping)
 	})
@@ -278,7 +277,7 @@ type realtimeItem struct {
 	p   payload.Payload
 }
 
-func (r *RealtimeRun) run(src feeder.Source, dests destination.Config) {
+func (r *RealtimeRun) run(src Source, dests destination.Config) {
 	defer close(r.done)
 	defer func() { _ = r.dest.Close() }()
 	n := r.opts.RealtimeConcurrency

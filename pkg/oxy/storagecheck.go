@@ -75,16 +75,15 @@ const checkPoll = 200 * time.Millisecond
 // feed feeds src into run with the check. When the run is stopped while a
 // check waits, everything not fed yet is fed, so that the submitter records
 // it unsubmitted and the run completes.
-func (c *storageCheck) feed(ctx context.Context, f *feeder.Feeder, run string, src feeder.Source, r *Run) (feeder.FeedResult, error) {
+func (c *storageCheck) feed(ctx context.Context, f *feeder.Feeder, run string, src Source, r *Run) error {
 	var (
 		locs  []*location
 		byURL = map[string]*location{}
 		doc   = 0
-		total feeder.FeedResult
 	)
 	for p, err := range src.All() {
 		if err != nil {
-			return total, err
+			return err
 		}
 		url, _ := p.StorageURL()
 		l := byURL[url]
@@ -96,17 +95,11 @@ func (c *storageCheck) feed(ctx context.Context, f *feeder.Feeder, run string, s
 		l.docs = append(l.docs, doc)
 		doc++
 	}
-	add := func(res feeder.FeedResult) {
-		total.Payloads += res.Payloads
-		total.Events += res.Events
-		total.Skipped += res.Skipped
-	}
 	feedSet := func(keep map[int]bool) error {
 		if len(keep) == 0 {
 			return nil
 		}
-		res, err := f.FeedDocs(ctx, run, src, func(d int) bool { return keep[d] })
-		add(res)
+		_, err := f.FeedDocs(ctx, run, src, func(d int) bool { return keep[d] })
 		return err
 	}
 
@@ -122,16 +115,16 @@ func (c *storageCheck) feed(ctx context.Context, f *feeder.Feeder, run string, s
 		open = append(open, l)
 	}
 	if err := feedSet(first); err != nil {
-		return total, err
+		return err
 	}
 	tick := time.NewTicker(checkPoll)
 	defer tick.Stop()
 	for len(open) > 0 {
 		select {
 		case <-ctx.Done():
-			return total, ctx.Err()
+			return ctx.Err()
 		case <-r.Done():
-			return total, nil
+			return nil
 		case <-c.notify:
 		case <-tick.C:
 		}
@@ -142,7 +135,7 @@ func (c *storageCheck) feed(ctx context.Context, f *feeder.Feeder, run string, s
 					rest[d] = true
 				}
 			}
-			return total, feedSet(rest)
+			return feedSet(rest)
 		}
 		release, next := map[int]bool{}, map[int]bool{}
 		var still []*location
@@ -171,10 +164,9 @@ func (c *storageCheck) feed(ctx context.Context, f *feeder.Feeder, run string, s
 			case j.Status == oxytype.Rejected:
 			default:
 				reason := fmt.Sprintf("Held back %s for %s, because the first upload failed", plural(len(rest), "payload", "payloads"), redact.String(l.url))
-				res, err := f.HoldBack(ctx, run, src, func(d int) bool { return d > l.docs[l.probe] && inDocs(rest, d) }, reason)
-				add(res)
+				_, err := f.HoldBack(ctx, run, src, func(d int) bool { return d > l.docs[l.probe] && inDocs(rest, d) }, reason)
 				if err != nil {
-					return total, err
+					return err
 				}
 			}
 		}
@@ -183,10 +175,10 @@ func (c *storageCheck) feed(ctx context.Context, f *feeder.Feeder, run string, s
 			release[d] = true
 		}
 		if err := feedSet(release); err != nil {
-			return total, err
+			return err
 		}
 	}
-	return total, nil
+	return nil
 }
 
 // inDocs reports whether d is one of docs (sorted ascending).

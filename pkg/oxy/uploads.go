@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/oxypipe/oxypipe/internal/feeder"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
@@ -26,7 +25,7 @@ var (
 // A run of uploads is watched through its jobs' statuses, never fetched: it
 // is complete once each job is done (or faulted) and its upload entry came,
 // and it takes no destination.
-func Uploads(src feeder.Source) (bool, error) {
+func Uploads(src Source) (bool, error) {
 	first, doc := false, 0
 	for p, err := range src.All() {
 		if err != nil {
