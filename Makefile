@@ -15,7 +15,24 @@ test-race: ## run the tests with the race detector
 fault: ## run the money-safety fault tests (tests named TestFault…; they also run in go test ./...)
 	$(GO) test -count=1 -run 'Fault' ./...
 
-bench: ## run the benchmarks once each and print their tables
+# make bench: the stage benchmark and raw JetStream (cmd/oxybench), then oxy run
+# as a child process against a separate oxy sandbox and with --sandbox, on
+# BENCH_PAYLOADS payloads (BENCH_PAYLOADS=1000000 for a million); the figures
+# also go as JSON to BENCH_JSON (default: a new temporary file). Binaries and
+# scratch files live in a temporary folder, never in the repository.
+BENCH_PAYLOADS ?= 100000
+BENCH_JSON ?=
+
+.PHONY: bench-go
+
+bench: ## run oxy run at BENCH_PAYLOADS (default 100000) beside the stage benchmark; JSON to BENCH_JSON
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	json="$(BENCH_JSON)" && json=$${json:-$$(mktemp -t oxybench-XXXXXX.json)} && \
+	$(GO) build -o "$$tmp/oxy" ./cmd/oxy && $(GO) build -o "$$tmp/oxybench" ./cmd/oxybench && \
+	"$$tmp/oxybench" -n $(BENCH_PAYLOADS) --dir "$$tmp" --cli-oxy "$$tmp/oxy" --json "$$json" && \
+	echo "figures written to $$json"
+
+bench-go: ## run the Go benchmarks once each and print their tables
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 lint: ## go vet, gofmt and golangci-lint (as .ci/run does)

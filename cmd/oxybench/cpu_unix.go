@@ -3,6 +3,8 @@
 package main
 
 import (
+	"os"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -15,4 +17,18 @@ func processCPU() time.Duration {
 		return -1
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// childUsage returns the CPU time (user and system) and the peak RSS in
+// bytes of an ended child process; -1 for what cannot be read.
+func childUsage(ps *os.ProcessState) (cpu time.Duration, peakRSS int64) {
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return -1, -1
+	}
+	rss := ru.Maxrss
+	if runtime.GOOS != "darwin" {
+		rss *= 1024 // kilobytes everywhere but on macOS
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), rss
 }

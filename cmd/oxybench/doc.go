@@ -41,8 +41,19 @@
 // choice: a fresh one per run on ext4 (creating files right after many
 // were deleted is slow there), or one on tmpfs to take the disk out.
 //
+// With --cli-oxy BINARY (what `make bench` does), `oxy run` then runs as a
+// child process on the same number of payloads, the way a user runs it:
+// once against a separate `oxy sandbox` (no rate limit, 50 ms jobs), once
+// with --sandbox (the emulator in-process, the same settings), results and
+// run log on disk. Wall time is from the child's start to its exit (the
+// payloads are read first, the run log is written last); CPU time and peak
+// RSS are the kernel's accounting of the child (rusage), and the run log is
+// read back: one line per payload, in input order. --json writes every
+// figure to a file.
+//
 // Usage:
 //
 //	go run ./cmd/oxybench -n 20000 --cpuprofile cpu.out
 //	go tool pprof -top cpu.out
+//	make bench BENCH_PAYLOADS=100000 BENCH_JSON="$HOME/oxybench.json"
 package main

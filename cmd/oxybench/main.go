@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +50,14 @@ type Config struct {
 	// and the writer (0: the stages' defaults, 100, 64 and 64), to see
 	// what more concurrency buys.
 	SubmitBatch, PollerInFlight, WriterInFlight int
+	// CLIOxy, when set, is an oxy binary: after the stage run, `oxy run`
+	// runs as a child process against a separate `oxy sandbox` and with
+	// --sandbox, on the same number of payloads (see cli.go).
+	CLIOxy string
+	// SkipStages skips the stage run (and the raw JetStream run).
+	SkipStages bool
+	// JSON, when set, is a file the figures are written to as JSON.
+	JSON string
 }
 
 // WithDefaults returns c with every unset field filled in.
@@ -103,6 +112,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.SubmitBatch, "submit-batch", 0, "payloads per submitter handler call (the runtime's BatchSize; 0: default 100)")
 	fs.IntVar(&cfg.PollerInFlight, "poller-in-flight", 0, "messages the poller holds at once (0: default 64)")
 	fs.IntVar(&cfg.WriterInFlight, "writer-in-flight", 0, "messages the writer holds at once (0: default 64, at most its MaxAckPending 256)")
+	fs.StringVar(&cfg.CLIOxy, "cli-oxy", "", "also run `oxy run` (this oxy `BINARY`) as a child process, against a separate oxy sandbox and with --sandbox")
+	fs.BoolVar(&cfg.SkipStages, "skip-stages", false, "skip the stage run and the raw JetStream run (with --cli-oxy)")
+	fs.StringVar(&cfg.JSON, "json", "", "write the figures as JSON to `FILE`")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: oxybench [flags]\n\nRuns the submitter, poller and writer in one process against the API emulator\nand prints docs/s, API requests per doc, finish-to-file latency and peak RSS.\n\nFlags:\n%s", fs.FlagUsages())
 	}
@@ -117,16 +129,61 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "oxybench: %v\n", err)
 		return 2
 	}
-	res, err := bench(ctx, cfg, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "oxybench: %v\n", err)
-		return 1
-	}
-	if err := res.print(stdout); err != nil {
+	if err := benchAll(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "oxybench: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// report is what --json writes.
+type report struct {
+	Machine  string        `json:"machine"`
+	Payloads int           `json:"payloads"`
+	Stages   *stageSummary `json:"stages,omitempty"`
+	CLI      []cliResult   `json:"cli,omitempty"`
+}
+
+// benchAll runs what cfg asks for and prints each table as it ends.
+func benchAll(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
+	cfg = cfg.WithDefaults()
+	rep := report{Machine: machine(), Payloads: cfg.Payloads}
+	if !cfg.SkipStages {
+		res, err := bench(ctx, cfg, stderr)
+		if err != nil {
+			return err
+		}
+		if err := res.print(stdout); err != nil {
+			return err
+		}
+		s := res.summary()
+		rep.Stages = &s
+	}
+	if cfg.CLIOxy != "" {
+		dir, err := os.MkdirTemp(cfg.Dir, "oxybench-cli-")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = os.RemoveAll(dir) }() // scratch space
+		rs, err := cliBench(ctx, cfg.CLIOxy, cfg.Payloads, dir, stderr)
+		if err != nil {
+			return err
+		}
+		if err := printCLI(stdout, rs); err != nil {
+			return err
+		}
+		rep.CLI = rs
+	}
+	if cfg.JSON != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(cfg.JSON, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bench runs the pipeline and then the raw JetStream comparison.

@@ -2,6 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +70,44 @@ func TestCPUTextIsPerDocAndInCores(t *testing.T) {
 	r.cpu = -1
 	if got := r.cpuText(); got != "unknown" {
 		t.Errorf("cpuText() without a CPU reading = %q, want unknown", got)
+	}
+}
+
+func TestTheCLIScenariosMeasureOxyRunAndReadBackItsRunLog(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the oxy binary")
+	}
+	bin := filepath.Join(t.TempDir(), "oxy")
+	build := exec.Command("go", "build", "-o", bin, "github.com/oxypipe/oxypipe/cmd/oxy")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	jsonPath := filepath.Join(t.TempDir(), "bench.json")
+	var out, errs bytes.Buffer
+	code := run(t.Context(), []string{"-n", "40", "--skip-stages", "--cli-oxy", bin, "--json", jsonPath, "--dir", t.TempDir()}, &out, &errs)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, errs.String())
+	}
+	for _, want := range []string{"| oxy run → oxy sandbox (separate process) | 40 |", "| oxy run --sandbox (emulator in-process) | 40 |", "| 40 lines, 40 done |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table does not say %q:\n%s", want, out.String())
+		}
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Stages != nil || len(rep.CLI) != 2 {
+		t.Fatalf("JSON report: %s", b)
+	}
+	for _, r := range rep.CLI {
+		if r.Payloads != 40 || r.RunLogLines != 40 || r.Done != 40 || r.WallSeconds <= 0 || r.CPUPerDocMS <= 0 || r.PeakRSSBytes < 1<<20 {
+			t.Errorf("scenario %+v", r)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -79,8 +80,21 @@ func (e *env) rawJetStream(ctx context.Context, n, size int) (*rawResult, error)
 	body := bytes.Repeat([]byte{'x'}, size)
 	started := time.Now()
 	for i := range n {
-		if _, err := pub.PublishAsync(fmt.Sprintf("oxybench.raw.%d", i%16), body); err != nil {
-			return nil, err
+		for {
+			_, err := pub.PublishAsync(fmt.Sprintf("oxybench.raw.%d", i%16), body)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+				return nil, err
+			}
+			// The window stayed full for the client's stall wait (a
+			// loaded machine): let it drain, then publish again.
+			select {
+			case <-pub.PublishAsyncComplete():
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 	}
 	select {

@@ -220,3 +220,31 @@ func brokerSync(always bool) string {
 	}
 	return "fsync every 2 minutes (the server's default)"
 }
+
+// stageSummary is the stage run's headline figures, for --json.
+type stageSummary struct {
+	DocsPerSec   float64 `json:"docs_per_second"`
+	CPUPerDocMS  float64 `json:"cpu_ms_per_doc"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	// RawMsgsPerSec is the raw JetStream rate in the same process; 0 when
+	// skipped.
+	RawMsgsPerSec float64 `json:"raw_jetstream_msgs_per_second,omitempty"`
+	LoadBefore    string  `json:"load_average_before"`
+	LoadAfter     string  `json:"load_average_after"`
+}
+
+func (r *result) summary() stageSummary {
+	s := stageSummary{
+		DocsPerSec:   float64(r.payloads) / r.lastWritten.Sub(r.started).Seconds(),
+		PeakRSSBytes: r.peakRSS,
+		LoadBefore:   r.loadBefore,
+		LoadAfter:    r.loadAfter,
+	}
+	if r.cpu >= 0 {
+		s.CPUPerDocMS = float64(r.cpu.Microseconds()) / 1000 / float64(r.payloads)
+	}
+	if r.raw != nil {
+		s.RawMsgsPerSec = r.raw.msgsPerSecond()
+	}
+	return s
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -587,6 +588,11 @@ func (r *runner) serveStatus(ctx context.Context, client *oxy.Client) (func(), e
 	mux := http.NewServeMux()
 	mux.Handle("/runs", h)
 	mux.Handle("/runs/", h)
+	// The Go runtime's profiles, for finding where a large run's memory and
+	// CPU go (go tool pprof http://HOST:PORT/debug/pprof/heap).
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }() // ends with Close below
 	if !r.flags.quiet {

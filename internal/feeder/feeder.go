@@ -20,6 +20,10 @@ const (
 	DefaultReadyTimeout = 30 * time.Second
 	DefaultWindow       = 512
 	DefaultPublishRetry = 10 * time.Second
+	// DefaultMaxUnresolved is a few times what the stages hold at once
+	// (the submitter's batches, the poller's and writer's pending jobs), so
+	// that pacing the feed never starves them.
+	DefaultMaxUnresolved = 32768
 )
 
 // ActorType is the Type of the Actor a feeder publishes as.
@@ -42,6 +46,18 @@ type Config struct {
 	// PublishRetry is how long a publish the broker did not acknowledge is
 	// retried before feeding fails. Default DefaultPublishRetry.
 	PublishRetry time.Duration
+	// Resolved, when set, counts the docs of a run that reached a final
+	// outcome (done at the final data type or hard-failed), as the ledger
+	// does. Feed then keeps at most MaxUnresolved docs fed and unresolved,
+	// so that what the process holds per doc in flight (in the ledger, the
+	// progress tracker, the broker's windows) is bounded by that, not by
+	// the run's size. Without it, Feed publishes as fast as the broker
+	// stores. Pacing ends once the run is stopping or finished: a stopped
+	// run's docs must all reach the submitter, which records them
+	// unsubmitted with their payload.
+	Resolved func(ctx context.Context, run string) (int, error)
+	// MaxUnresolved is the bound of Resolved. Default DefaultMaxUnresolved.
+	MaxUnresolved int
 	// Now tells the time (announcements, events). Default time.Now.
 	Now func() time.Time
 	// Logger receives the feeder's logs. Default: none.
@@ -61,6 +77,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.PublishRetry <= 0 {
 		c.PublishRetry = DefaultPublishRetry
+	}
+	if c.MaxUnresolved <= 0 {
+		c.MaxUnresolved = DefaultMaxUnresolved
 	}
 	if c.Now == nil {
 		c.Now = time.Now

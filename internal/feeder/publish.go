@@ -182,6 +182,7 @@ type FeedResult struct {
 //
 // Feed publishes every payload even when the run is stopping: the submitter
 // records them unsubmitted, so that the run completes with a full run log.
+// With Config.Resolved it keeps pace with the run (see there).
 func (f *Feeder) Feed(ctx context.Context, run string, src Source) (FeedResult, error) {
 	return f.feed(ctx, run, src, plan{})
 }
@@ -191,6 +192,7 @@ func (f *Feeder) feed(ctx context.Context, run string, src Source, pl plan) (Fee
 		return FeedResult{}, fmt.Errorf("feeder: %w", err)
 	}
 	pub := f.newPublisher()
+	pace := f.newPacer(run)
 	var res FeedResult
 	doc := 0
 	for p, err := range src.All() {
@@ -199,6 +201,9 @@ func (f *Feeder) feed(ctx context.Context, run string, src Source, pl plan) (Fee
 		}
 		i := doc
 		doc++
+		if err := pace.wait(ctx, i); err != nil {
+			return res, err
+		}
 		skipPayload := pl.skipPayload != nil && pl.skipPayload[i]
 		skipEvent := pl.skipEvent != nil && pl.skipEvent[i]
 		if skipPayload && skipEvent {

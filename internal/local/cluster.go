@@ -26,6 +26,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -51,20 +52,23 @@ func (e *StageError) Unwrap() error { return e.Err }
 // Cluster is the pipeline running in this process. Create it with Start and
 // end it with Close (or Kill, in tests of crashes).
 type Cluster struct {
-	cfg      Config
-	dir      string
-	tempDir  bool
-	srv      *natsserver.Server
-	nc       *nats.Conn
-	js       jetstream.JetStream
-	topo     *topology.Topology
-	emu      *emulator.Server
-	api      *wsa.Client
-	apiURL   string
-	http     *http.Transport
-	ledger   jobresults.Ledger
-	status   *statusworker.StatusWorker
-	services map[topology.Stage]service
+	cfg     Config
+	dir     string
+	tempDir bool
+	srv     *natsserver.Server
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	topo    *topology.Topology
+	emu     *emulator.Server
+	api     *wsa.Client
+	apiURL  string
+	http    *http.Transport
+	ledger  jobresults.Ledger
+	// memLedger is ledger when it is the spilling memory store this cluster
+	// made (and closes).
+	memLedger *jobresults.MemoryStore
+	status    *statusworker.StatusWorker
+	services  map[topology.Stage]service
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -72,6 +76,10 @@ type Cluster struct {
 	endOnce sync.Once
 	endErr  error
 }
+
+// ledgerSpillFile is the memory ledger's scratch file in the state
+// directory (jobresults.WithSpill).
+const ledgerSpillFile = "ledger.spill"
 
 // Start starts the embedded server, ensures the topology and runs the four
 // stages (and the emulator with Config.Sandbox). ctx bounds the start only;
@@ -149,7 +157,16 @@ func (c *Cluster) start(ctx context.Context) error {
 	c.ledger = cfg.Ledger
 	rebuild := false
 	if c.ledger == nil {
-		c.ledger, rebuild = jobresults.NewMemoryStore(), true
+		// The memory ledger keeps complete docs on the disk beside the
+		// broker's files, so that its memory is that of the docs in flight
+		// and the failures, not of the run's size. It is rebuilt from the
+		// status stream on a restart, so a file left by a killed process is
+		// overwritten.
+		mem := jobresults.NewMemoryStore(jobresults.WithSpill(filepath.Join(c.dir, ledgerSpillFile), string(oxytype.FinalDataType)))
+		if err := mem.SpillError(); err != nil {
+			cfg.Logger.Warn("the memory ledger keeps every doc in memory", zap.Error(err))
+		}
+		c.memLedger, c.ledger, rebuild = mem, mem, true
 	}
 	return c.startStages(rebuild)
 }
@@ -304,13 +321,21 @@ func (c *Cluster) shutdown(ctx context.Context, kill bool) error {
 		}
 		done := make(chan struct{})
 		go func() { c.wg.Wait(); close(done) }()
+		stopped := false
 		select {
 		case <-done:
+			stopped = true
 		case <-ctx.Done():
 			errs = append(errs, fmt.Errorf("local: stages did not stop: %w", ctx.Err()))
 		}
 		if c.nc != nil {
 			c.nc.Close()
+		}
+		if c.memLedger != nil && stopped {
+			// The stages have stopped: nothing writes or reads it any more.
+			if err := c.memLedger.Close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if c.http != nil {
 			c.http.CloseIdleConnections()

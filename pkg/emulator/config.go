@@ -9,8 +9,16 @@ import (
 )
 
 // Unlimited turns a rate limit off when set as Config.RateLimit or
-// Config.RenderRateLimit.
+// Config.RenderRateLimit. The emulator then refuses nothing, yet still
+// advertises a budget of UnlimitedBudget in its rate-limit headers: a client
+// that hears no budget assumes the smallest plan's and paces itself to it,
+// so an unlimited emulator must name one high enough that the client goes at
+// its own speed.
 const Unlimited = -1
+
+// UnlimitedBudget is the per-window limit and remaining budget an unlimited
+// rate limit advertises.
+const UnlimitedBudget = 1_000_000
 
 // Defaults of Config, as on a Starter plan and as observed live.
 const (

@@ -21,9 +21,9 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.ErrorRate, "error-rate", c.ErrorRate, "probability that any API request gets a 500 page")
 	fs.Float64Var(&c.DropRate, "drop-rate", c.DropRate, "probability that any API request has its connection dropped")
 	fs.Var(&rateFlag{p: &c.RateLimit, def: d.RateLimit}, "rate-limit",
-		"jobs the account may submit per second (0 = unlimited)")
+		"jobs the account may submit per second (0 = unlimited: nothing is refused and the headers advertise "+strconv.Itoa(UnlimitedBudget)+")")
 	fs.Var(&rateFlag{p: &c.RenderRateLimit, def: d.RenderRateLimit}, "render-rate-limit",
-		"rendered jobs the account may submit per second (0 = unlimited)")
+		"rendered jobs the account may submit per second (0 = unlimited, likewise)")
 	fs.Var(&styleFlag{p: &c.HeaderStyle, def: d.HeaderStyle}, "rate-limit-headers",
 		"spelling of the rate-limit headers: dashed, underscored or alternating")
 	fs.StringVar(&c.Username, "username", c.Username, "the only username accepted (default: any non-empty credentials)")

@@ -99,7 +99,8 @@ func underscore(s string) string {
 }
 
 // setRateHeaders writes the limit headers of a submission: the total limit
-// always, the rendered one for rendered submissions.
+// always, the rendered one for rendered submissions. An unlimited limit
+// advertises UnlimitedBudget, whole, since it counts nothing.
 func (e *Emulator) setRateHeaders(h http.Header, rendered bool, remaining [2]int) {
 	names := &e.rateNames[0]
 	switch e.cfg.HeaderStyle {
@@ -109,10 +110,14 @@ func (e *Emulator) setRateHeaders(h http.Header, rendered bool, remaining [2]int
 		names = &e.rateNames[(e.headerFlip.Add(1)-1)%2]
 	}
 	for i, limit := range e.limiter.limit {
-		if limit < 0 || (i == limitRender && !rendered) {
+		if i == limitRender && !rendered {
 			continue
 		}
+		left := remaining[i]
+		if limit < 0 {
+			limit, left = UnlimitedBudget, UnlimitedBudget
+		}
 		h[names.limit[i]] = []string{strconv.Itoa(limit)}
-		h[names.remaining[i]] = []string{strconv.Itoa(remaining[i])}
+		h[names.remaining[i]] = []string{strconv.Itoa(left)}
 	}
 }

@@ -89,11 +89,21 @@ func TestRenderLimit(t *testing.T) {
 func TestRateLimitOffAndCustom(t *testing.T) {
 	t.Parallel()
 	off := setup(t, Config{RateLimit: Unlimited, RenderRateLimit: Unlimited})
-	r := off.do("POST", "/v1/queries/batch", `{"source":"universal","render":"html","url":`+urls(200)+`}`).expect(t, 202)
-	for name := range r.header {
-		if strings.HasPrefix(name, "X-Ratelimit") {
-			t.Fatalf("unlimited sends no %s", name)
+	for range 2 {
+		// Unlimited refuses nothing and advertises the whole UnlimitedBudget
+		// every time, so that the client goes at its own speed.
+		r := off.do("POST", "/v1/queries/batch", `{"source":"universal","render":"html","url":`+urls(200)+`}`).expect(t, 202)
+		for _, name := range []string{dashedLimit, dashedRemaining, renderLimit, renderRemaining} {
+			if got := r.header.Get(name); got != "1000000" {
+				t.Fatalf("unlimited %s = %q, want 1000000", name, got)
+			}
 		}
+	}
+	mixed := setup(t, Config{RateLimit: 300, RenderRateLimit: Unlimited})
+	r := mixed.do("POST", "/v1/queries/batch", `{"source":"universal","render":"html","url":`+urls(200)+`}`).expect(t, 202)
+	if r.header.Get(dashedLimit) != "300" || r.header.Get(dashedRemaining) != "100" ||
+		r.header.Get(renderLimit) != "1000000" || r.header.Get(renderRemaining) != "1000000" {
+		t.Fatalf("a limited total beside an unlimited render budget: %v", r.header)
 	}
 	small := setup(t, Config{RateLimit: 2, RateWindow: 10 * time.Second})
 	small.do("POST", "/v1/queries/batch", `{"source":"universal","url":`+urls(2)+`}`).expect(t, 202)

@@ -150,9 +150,7 @@ func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user stri
 	id := []string{strconv.FormatUint(j.id, 10)}
 	h["X-Oxylabs-Job-Id"] = id
 	h["X-Oxyserps-Job-Id"] = id
-	if !e.limiter.off() {
-		e.setRateHeaders(h, a.sp.rendered, a.remaining)
-	}
+	e.setRateHeaders(h, a.sp.rendered, a.remaining)
 	b.buf = e.appendJob(b.buf[:0], j, a.now, e.linksBase(r))
 	h["Content-Type"] = e.hv.json
 	if submitFailure != nil {
@@ -286,8 +284,8 @@ func (e *Emulator) serveBatch(w http.ResponseWriter, r *http.Request, user strin
 				e.tooMany(w, r, failed, sp.rendered, remaining, user)
 				return
 			}
-			e.setRateHeaders(h, sp.rendered, remaining)
 		}
+		e.setRateHeaders(h, sp.rendered, remaining)
 	}
 	base := e.linksBase(r)
 	jobs := make([]*job, len(good))

@@ -28,6 +28,12 @@ type MemoryStore struct {
 	seed    maphash.Seed
 	jobs    sync.Map  // job id → *memJob
 	batches sync.Pool // *[]prepared buffers for Apply
+
+	// spillPath and spillFinal are WithSpill's; spill is its file, nil
+	// without the option or when it could not be created (spillOpenErr).
+	spillPath, spillFinal string
+	spill                 *spillFile
+	spillOpenErr          error
 }
 
 // MemoryOption configures a MemoryStore.
@@ -52,6 +58,9 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.spillPath != "" {
+		s.spill, s.spillOpenErr = openSpill(s.spillPath)
 	}
 	return s
 }
@@ -89,11 +98,31 @@ func (s *MemoryStore) writeOne(ctx context.Context, e Entry) error {
 	if err != nil {
 		return err
 	}
-	st := s.stripe(s.jobFor(p.Run), p.DocID)
+	j := s.jobFor(p.Run)
+	st := s.stripe(j, p.DocID)
 	st.mu.Lock()
-	st.apply(&p)
-	st.mu.Unlock()
-	return nil
+	defer st.mu.Unlock()
+	_, err = s.applyTo(j, st, &p)
+	return err
+}
+
+// applyTo applies p to stripe st of job j, whose lock the caller holds: a
+// spilled document is read back first, and a document p completes is
+// spilled.
+func (s *MemoryStore) applyTo(j *memJob, st *memStripe, p *prepared) (bool, error) {
+	if s.spill == nil {
+		return st.apply(p), nil
+	}
+	if st.docs[p.DocID] == nil {
+		if _, err := s.unspill(j, st, p.DocID); err != nil {
+			return false, err
+		}
+	}
+	applied := st.apply(p)
+	if d := st.docs[p.DocID]; applied && s.spillable(d) {
+		s.spillDoc(j, st, d)
+	}
+	return applied, nil
 }
 
 // prepare validates and normalises one entry; now is the write time for an
@@ -157,7 +186,12 @@ func (s *MemoryStore) Apply(ctx context.Context, entries []Entry) (int, error) {
 			locked = st
 			locked.mu.Lock()
 		}
-		if locked.apply(&ps[i]) {
+		ok, err := s.applyTo(j, locked, &ps[i])
+		if err != nil {
+			locked.mu.Unlock()
+			return applied, err
+		}
+		if ok {
 			applied++
 		}
 	}
@@ -286,6 +320,15 @@ func (s *MemoryStore) FinishJob(ctx context.Context, jobID string, at time.Time)
 			}
 		}
 	})
+	if j := s.job(jobID); j != nil && s.spill != nil {
+		// The spilled documents are stamped as they are read back.
+		s.spill.mu.Lock()
+		size := s.spill.size
+		s.spill.mu.Unlock()
+		j.spillMu.Lock()
+		j.spilled.finishes = append(j.spilled.finishes, spillFinish{ms: ms, size: size})
+		j.spillMu.Unlock()
+	}
 	return nil
 }
 
@@ -301,7 +344,15 @@ func (s *MemoryStore) GetDocStatus(ctx context.Context, jobID, docID string) ([]
 	if j := s.job(jobID); j != nil {
 		st := s.stripe(j, docID)
 		st.mu.Lock()
-		if d := st.docs[docID]; d != nil {
+		d := st.docs[docID]
+		if d == nil && s.spill != nil {
+			var err error
+			if d, err = s.spilledDoc(j, st, docID); err != nil {
+				st.mu.Unlock()
+				return nil, err
+			}
+		}
+		if d != nil {
 			for _, r := range d.recs {
 				out = append(out, r.toRecord(jobID))
 			}
@@ -380,9 +431,11 @@ func compareUniqueErrors(a, b UniqueError) int {
 	return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Error, b.Error), cmp.Compare(a.DataType, b.DataType))
 }
 
-// ForEachRecord implements RecordReader. The document order is taken once
-// at the start; each document's records are copied under its stripe's lock
-// just before fn sees them, so fn may call the store.
+// ForEachRecord implements RecordReader. The documents are taken once at
+// the start, with every stripe locked, so that each is seen exactly once;
+// each document's records are copied under its stripe's lock just before fn
+// sees them, so fn may call the store. Spilled documents are read back from
+// the spill file one at a time, in order.
 func (s *MemoryStore) ForEachRecord(ctx context.Context, jobID string, fn func(Record) error) error {
 	if err := readArgs(ctx, jobID, "", false); err != nil {
 		return err
@@ -391,23 +444,9 @@ func (s *MemoryStore) ForEachRecord(ctx context.Context, jobID string, fn func(R
 	if j == nil {
 		return nil
 	}
-	var docs []*memDoc
-	s.eachStripe(jobID, func(st *memStripe) {
-		for _, d := range st.docs {
-			docs = append(docs, d)
-		}
-	})
-	slices.SortFunc(docs, compareDocs)
 	var recs []Record
-	for i, d := range docs {
-		if i%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		st := s.stripe(j, d.id)
+	emit := func(st *memStripe, d *memDoc) error {
 		recs = recs[:0]
-		st.mu.Lock()
 		for _, r := range d.recs {
 			recs = append(recs, r.toRecord(jobID))
 		}
@@ -418,20 +457,40 @@ func (s *MemoryStore) ForEachRecord(ctx context.Context, jobID string, fn func(R
 				return err
 			}
 		}
+		return nil
+	}
+	n := 0
+	for ref := range s.inOrder(j) {
+		if n++; n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		st := s.stripe(j, ref.id)
+		d := ref.mem
+		if d == nil {
+			b, err := s.spill.read(ref.off)
+			if err != nil {
+				return &StoreError{Op: "ForEachRecord", Transient: true, Err: err}
+			}
+			st.mu.Lock()
+			if d, err = decodeDoc(st, ref.id, b, ref.stamp); err != nil {
+				st.mu.Unlock()
+				return &StoreError{Op: "ForEachRecord", Err: err}
+			}
+		} else {
+			st.mu.Lock()
+		}
+		if err := emit(st, d); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// compareDocs is the document order: ids that are not decimal integers
-// first (by id), then decimal ids by value, then by id.
+// compareDocs is the document order of compareRefs.
 func compareDocs(a, b *memDoc) int {
-	if a.hasPos != b.hasPos {
-		if a.hasPos {
-			return 1
-		}
-		return -1
-	}
-	return cmp.Or(cmp.Compare(a.pos, b.pos), cmp.Compare(a.id, b.id))
+	return compareRefs(docRef{id: a.id, pos: a.pos, hasPos: a.hasPos}, docRef{id: b.id, pos: b.pos, hasPos: b.hasPos})
 }
 
 // readArgs checks the context and the arguments of a read.

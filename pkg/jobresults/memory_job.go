@@ -20,6 +20,9 @@ const memStripes = 16
 type memJob struct {
 	id      string
 	stripes [memStripes]memStripe
+	// spilled finds the documents WithSpill moved to the spill file.
+	spillMu sync.Mutex
+	spilled spillIndex
 }
 
 func newMemJob(id string) *memJob {

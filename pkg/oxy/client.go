@@ -15,6 +15,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/local"
 	"github.com/oxypipe/oxypipe/internal/submitter"
 	"github.com/oxypipe/oxypipe/internal/topology"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -118,12 +119,23 @@ func (c *Client) backend(ctx context.Context) (*topology.Topology, *feeder.Feede
 			c.api = cl.API()
 		}
 	}
-	f, err := feeder.New(feeder.Config{
+	fc := feeder.Config{
 		Topology:     topo,
 		Instance:     c.cfg.Instance,
 		ReadyTimeout: c.cfg.ReadyTimeout,
 		Logger:       c.cfg.Logger.Named("feeder"),
-	})
+	}
+	if c.cluster != nil && c.cfg.Ledger == nil {
+		// The in-process memory ledger counts in a few locks: the feed
+		// keeps pace with it, so that the process holds the docs in
+		// flight, not the whole run (a MongoDB ledger would be asked too
+		// often; the distributed stages hold their backlog in the broker).
+		ledger := c.cluster.Ledger()
+		fc.Resolved = func(ctx context.Context, run string) (int, error) {
+			return ledger.CountResolvedDocs(ctx, run, string(oxytype.FinalDataType))
+		}
+	}
+	f, err := feeder.New(fc)
 	if err != nil {
 		return nil, nil, err
 	}

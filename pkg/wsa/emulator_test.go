@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strings"
@@ -234,5 +235,41 @@ func TestEmulatorPacerKeepsUnderTheLimit(t *testing.T) {
 	}
 	if n := srv.Emulator.Stats().JobsCreated; n != 10 {
 		t.Fatalf("%d jobs created, want 10", n)
+	}
+}
+
+// TestEmulatorUnlimitedLetsThePacerRun submits through a Pacer that starts at
+// the Starter budget (50 a second) to an unlimited emulator: the first answer
+// advertises emulator.UnlimitedBudget, and the pacer applies it within the
+// window already open, so thousands of jobs go without the clock moving.
+func TestEmulatorUnlimitedLetsThePacerRun(t *testing.T) {
+	t.Parallel()
+	c, srv := emulated(t, emulator.Config{RateLimit: emulator.Unlimited, RenderRateLimit: emulator.Unlimited, JobTime: time.Hour})
+	pacer, clock := newPacer(t, wsa.PacerConfig{})
+	ctx := context.Background()
+	const batches, size = 20, 500
+	for b := range batches {
+		ps := make([]payload.Payload, size)
+		for i := range ps {
+			ps[i] = universal(fmt.Sprintf("https://sandbox.oxylabs.io/products/%d", b*size+i))
+		}
+		tk := mustWait(t, pacer, wsa.CostOf(ps...)) // fails when the pacer waits for the (frozen) clock
+		res, rl, err := c.SubmitBatch(ctx, ps)
+		pacer.Done(tk, rl, err)
+		if err != nil || res.Accepted() != size {
+			t.Fatalf("batch %d: %v, %d accepted", b, err, res.Accepted())
+		}
+		if !rl.Known || rl.Total != emulator.UnlimitedBudget {
+			t.Fatalf("batch %d: rate limit %+v, want the advertised %d", b, rl, emulator.UnlimitedBudget)
+		}
+	}
+	if got := pacer.Limits(); got.Total != emulator.UnlimitedBudget {
+		t.Fatalf("pacer limits = %+v, want %d", got, emulator.UnlimitedBudget)
+	}
+	if clock.pending() != 0 {
+		t.Fatal("the pacer waited on the clock")
+	}
+	if n := srv.Emulator.Stats().JobsCreated; n != batches*size {
+		t.Fatalf("%d jobs created, want %d", n, batches*size)
 	}
 }

@@ -121,7 +121,8 @@ func (c PacerConfig) validate() error {
 //     cost above the limit to the limit, so that it goes alone in a fresh
 //     window;
 //   - follows the limit and remaining budget of every answer's headers
-//     (Done), keeping the lower of its own count and the API's;
+//     (Done), applying a changed limit within the current window and
+//     keeping the lower of its own count and the API's;
 //   - after a 429 of the rate limit, empties the budget and pauses for one
 //     Window, doubling on each further 429 up to MaxBackoff; an accepted
 //     submission ends the backoff;
@@ -362,26 +363,35 @@ func (p *Pacer) observe(now time.Time, rl RateLimit, opens bool) {
 		p.open, p.windowStart, p.stalledSince = true, now, time.Time{}
 	}
 	if rl.Known {
-		p.remaining = follow(p.limit, p.remaining, rl.TotalRemaining)
-		if rl.Total > 0 {
-			p.limit = rl.Total
-		}
+		p.limit, p.remaining = follow(p.limit, p.remaining, rl.Total, rl.TotalRemaining)
 	}
 	if rl.RenderKnown {
-		p.renderRemaining = follow(p.renderLimit, p.renderRemaining, rl.RenderRemaining)
-		if rl.Render > 0 {
-			p.renderLimit = rl.Render
-		}
+		p.renderLimit, p.renderRemaining = follow(p.renderLimit, p.renderRemaining, rl.Render, rl.RenderRemaining)
 	}
 }
 
-// follow merges the API's remaining budget with the local count: the lower
-// wins, since each side may not yet know of requests the other counted.
-func follow(limit, local, api int) int {
+// follow merges an answer's limit and remaining budget with the local
+// count and returns the new limit and remaining budget. A limit that
+// changes applies at once, within the current window: what this window has
+// used stays used, so the local remaining budget moves by the change (a
+// first window charged against the default budget would otherwise run at
+// that budget until it ends, however high the account's real limit). Then
+// the lower of the local count and the API's wins, since each side may not
+// yet know of requests the other counted. An answer without a limit (0)
+// keeps the one known.
+func follow(limit, local, apiLimit, apiRemaining int) (newLimit, remaining int) {
 	if limit <= 0 {
-		return api // the local count was unlimited
+		// The local count was unlimited: the API's is the only one.
+		if apiLimit > 0 {
+			limit = apiLimit
+		}
+		return limit, apiRemaining
 	}
-	return min(local, api)
+	if apiLimit > 0 && apiLimit != limit {
+		local = max(local+apiLimit-limit, 0)
+		limit = apiLimit
+	}
+	return limit, min(local, apiRemaining)
 }
 
 func (p *Pacer) tooMany(now time.Time, rl RateLimit, ae *APIError) {

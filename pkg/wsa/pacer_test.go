@@ -364,3 +364,32 @@ func TestPacerWaitHonoursADoneContext(t *testing.T) {
 		t.Fatalf("Wait = %v", err)
 	}
 }
+
+func TestPacerAppliesAChangedLimitWithinTheWindow(t *testing.T) {
+	t.Parallel()
+	t.Run("a raised limit adds to what is left of this window", func(t *testing.T) {
+		t.Parallel()
+		p, _ := newPacer(t, wsa.PacerConfig{})
+		tk := mustWait(t, p, wsa.Cost{Total: 50})
+		p.Done(tk, wsa.RateLimit{Total: 1000, TotalRemaining: 950, Known: true}, nil)
+		if got := p.Remaining(); got.Total != 950 {
+			t.Fatalf("remaining = %+v, want the 950 the raised limit leaves", got)
+		}
+		for range 950 {
+			mustWait(t, p, one) // the clock never moves: all within the first window
+		}
+	})
+	t.Run("a lowered limit takes from what is left of this window", func(t *testing.T) {
+		t.Parallel()
+		p, clock := newPacer(t, wsa.PacerConfig{Limit: 100})
+		first := mustWait(t, p, wsa.Cost{Total: 10})
+		mustWait(t, p, wsa.Cost{Total: 50}) // in flight, unknown to the answer below
+		p.Done(first, wsa.RateLimit{Total: 80, TotalRemaining: 70, Known: true}, nil)
+		if got := p.Remaining(); got.Total != 20 {
+			t.Fatalf("remaining = %+v, want 80 - 60 used = 20", got)
+		}
+		mustWait(t, p, wsa.Cost{Total: 20})
+		next := waitAsync(context.Background(), p, one)
+		blocked(t, clock, next, 1)
+	})
+}

@@ -2,7 +2,11 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
@@ -90,3 +94,84 @@ var readerCases = []testCase{
 		equal(h, "completed", h.completed(stageDone), 1)
 	}},
 }
+
+// runLogFactCase writes every fact a run log is derived from, for complete
+// documents (successes at every stage, which a store may keep compactly) and
+// a failed one, and reads each back exactly: by GetDocStatus and by
+// ForEachRecord, before and after FinishJob.
+var runLogFactCase = testCase{name: "every run-log fact of a complete document reads back exactly", run: func(h *harness) {
+	// A payload with spacing and escapes: stored bytes are kept as given.
+	pl := func(doc string) json.RawMessage {
+		return json.RawMessage(`{"source": "universal",  "url":"https://shop.example/p?id=` + doc + `&x=<1>", "n": 1.50}`)
+	}
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	odd := oxytype.Party{Type: "submitter", Name: "submitter-7 \u00e9"}
+	var want []jobresults.Record
+	for i, doc := range []string{"x-named", "3", "12"} {
+		id := fmt.Sprintf("75000000000000000%02d", i)
+		v := uint64(10 * (i + 1))
+		upload := func() *oxytype.Upload {
+			return &oxytype.Upload{Code: 13000, Message: "uploaded to s3://bucket/" + id + ".json"}
+		}
+		entries := []jobresults.Entry{
+			{Key: h.key(stagePayload, doc), Outcome: oxytype.Success, Origin: publisher, Version: v + 1, Time: at(1),
+				Facts: oxytype.Facts{Payload: pl(doc)}},
+			{Key: h.key(stageSubmitted, doc), Outcome: oxytype.Success, Origin: odd, Version: v + 2, Time: at(2),
+				Facts: oxytype.Facts{APIJobID: id, Payload: pl(doc)}},
+			{Key: h.key(stageDone, doc), Outcome: oxytype.Success, Origin: poller, Version: v + 3, Time: at(3),
+				Facts: oxytype.Facts{APIJobID: id}},
+			{Key: h.key(stageWritten, doc), Outcome: oxytype.Success, Origin: writer, Version: v + 4, Time: at(4),
+				Facts: oxytype.Facts{APIJobID: id, State: oxytype.Done, Upload: upload()}},
+		}
+		h.apply(len(entries), entries...)
+		want = append(want,
+			jobresults.Record{Key: h.key(stageDone, doc), Success: true, Origin: poller, Time: at(3), Version: v + 3,
+				Facts: oxytype.Facts{APIJobID: id}},
+			jobresults.Record{Key: h.key(stagePayload, doc), Success: true, Origin: publisher, Time: at(1), Version: v + 1,
+				Facts: oxytype.Facts{Payload: pl(doc)}},
+			jobresults.Record{Key: h.key(stageSubmitted, doc), Success: true, Origin: odd, Time: at(2), Version: v + 2,
+				Facts: oxytype.Facts{APIJobID: id, Payload: pl(doc)}},
+			jobresults.Record{Key: h.key(stageWritten, doc), Success: true, Origin: writer, Time: at(4), Version: v + 4,
+				Facts: oxytype.Facts{APIJobID: id, State: oxytype.Done, Upload: upload()}},
+		)
+	}
+	failedFacts := func() oxytype.Facts {
+		return oxytype.Facts{State: oxytype.Unsubmitted, Payload: pl("5"),
+			Error: &oxytype.ErrorInfo{StatusCode: intPtr(500), Message: "Internal Server Error", TraceID: "trace-5", MayHaveBilled: true}}
+	}
+	failed := jobresults.Entry{Key: h.key(stageSubmitted, "5"), Outcome: oxytype.HardFailure, Origin: publisher, Consumer: submitter,
+		Version: 99, Time: at(5), Reason: "500 Internal Server Error", Facts: failedFacts()}
+	h.apply(1, failed)
+	failedRec := jobresults.Record{Key: failed.Key, Origin: publisher, Consumer: submitter, HardFailure: failed.Reason, Time: at(5),
+		Version: 99, Facts: failedFacts()}
+	// Document order: the named id, then 3, 5, 12.
+	ordered := slices.Concat(want[:8], []jobresults.Record{failedRec}, want[8:])
+	check := func(when string) {
+		h.Helper()
+		equal(h, "ForEachRecord "+when, h.allRecords(), ordered)
+		for _, doc := range []string{"x-named", "3", "12", "5"} {
+			var docWant []jobresults.Record
+			for _, r := range ordered {
+				if r.DocID == doc {
+					docWant = append(docWant, r)
+				}
+			}
+			equal(h, "GetDocStatus("+doc+") "+when, h.docStatus(doc), docWant)
+		}
+		equal(h, "counts "+when, []int{h.completed(stageWritten), h.hardFailedDocs(), h.resolved(stageWritten)}, []int{3, 1, 4})
+	}
+	check("while the job is open")
+	end := at(60)
+	h.finish(end)
+	for i := range ordered {
+		ordered[i].FinishedAt = end
+	}
+	check("after FinishJob")
+	// A late duplicate is refused by its version, and a newer write to a
+	// complete document applies on top of everything it holds.
+	h.apply(0, jobresults.Entry{Key: h.key(stageDone, "3"), Outcome: oxytype.Success, Origin: poller, Version: 1, Time: at(70)})
+	h.apply(1, jobresults.Entry{Key: h.key(stageDone, "3"), Outcome: oxytype.Success, Origin: poller, Version: 1000, Time: at(70),
+		Facts: oxytype.Facts{APIJobID: "7500000000000000001"}})
+	ordered[4].Version, ordered[4].Time = 1000, at(70)
+	check("after a newer write")
+}}

@@ -40,6 +40,7 @@ func Run(t *testing.T, newLedger NewLedger) {
 	cases = append(cases, queryCases...)
 	cases = append(cases, applyCases...)
 	cases = append(cases, readerCases...)
+	cases = append(cases, runLogFactCase)
 	cases = append(cases, inputCases...)
 	cases = append(cases, scopeCases...)
 	cases = append(cases, concurrencyCases...)

@@ -1,4 +1,4 @@
-package workerspec
+package statusworkerspec
 
 import (
 	"context"
@@ -44,10 +44,10 @@ type statusWorkerSettings struct {
 	mongoURI   string // environment only: it may hold a password
 }
 
-// StatusWorker describes the statusworker binary. tune, when set, adjusts
+// Spec describes the statusworker binary. tune, when set, adjusts
 // the stage's configuration after the flags filled it in and before the
 // stage is created (tests give their timings so).
-func StatusWorker(tune func(*statusworker.Config)) worker.Spec {
+func Spec(tune func(*statusworker.Config)) worker.Spec {
 	var s statusWorkerSettings
 	return worker.Spec{
 		Name:    "statusworker",
