@@ -135,15 +135,15 @@ func TestRunRefusesImpossibleFlagsBeforeReadingInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "x.jsonl"}, "error: -d/--destination is required"},
+		{[]string{"run", "--nats", "nats://h:4222", "x.jsonl"}, "error: with --nats the deployed writers write each done job's body, so -d/--destination is required"},
 		{[]string{"run", "--sandbox", "--nats", "nats://h:4222", "-d", "r", "x.jsonl"}, "cannot be combined with --nats"},
 		{[]string{"run", "--sandbox-rules", "r.json", "-d", "r", "x.jsonl"}, "add --sandbox"},
 		{[]string{"run", "--nats", "nats://h:4222", "-d", "results", "x.jsonl"}, "give -d as it sees it, an absolute path or an s3://, gs:// or az:// URL (not \"results\")"},
 		{[]string{"run", "--nats", "nats://h:4222", "-d", "/srv/results", "--run-log", "logs", "x.jsonl"}, "give --run-log as it sees it"},
 		{[]string{"run", "--resume", "20260929T170412.345Z"}, "--resume needs the --state-dir"},
-		{[]string{"run", "-d", "r", "a.jsonl", "b.jsonl"}, "at most one input file"},
+		{[]string{"run", "-d", "r", "a.jsonl", "b.jsonl"}, "a FILE of JSON payloads takes no INPUT after it (got 1 more arguments)"},
 		{[]string{"run", "-d", "r", "--stop-timeout", "-1s", "x.jsonl"}, "--stop-timeout must not be negative"},
-		{[]string{"run", "-d", "r", "--stop-timeout", "soon", "x.jsonl"}, `invalid argument "soon" for "--stop-timeout"`},
+		{[]string{"run", "-d", "r", "--stop-timeout", "soon", "x.jsonl"}, "invalid value for --stop-timeout"},
 		{[]string{"run", "--no-such-flag"}, "unknown flag: --no-such-flag\nhint: run `oxy run --help` for the flags"},
 		{[]string{"run", "-d", "r", "does-not-exist.jsonl"}, "does-not-exist.jsonl: no such file or directory"},
 	}

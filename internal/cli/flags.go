@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -18,6 +19,7 @@ const (
 	envUsername    = wsa.EnvUsername
 	envPassword    = wsa.EnvPassword
 	envAPIURL      = wsa.EnvBaseURL
+	envRealtimeURL = "OXY_REALTIME_URL"
 	envDestination = "OXY_DESTINATION"
 	envRunLog      = "OXY_RUN_LOG"
 	envStateDir    = "OXY_STATE_DIR"
@@ -38,6 +40,7 @@ func environment() map[string]string {
 		envUsername:     "API username (required unless --sandbox)",
 		envPassword:     "API password (required unless --sandbox; never echoed)",
 		envAPIURL:       "--api-url",
+		envRealtimeURL:  "--realtime-url",
 		envDestination:  "--destination",
 		envRunLog:       "--run-log",
 		envStateDir:     "--state-dir",
@@ -117,7 +120,7 @@ func (f *flagSet) parse(env Env, args []string) error {
 		return errHelp
 	}
 	if err != nil {
-		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%w\nhint: run `oxy %s --help` for the flags", err, f.name)}
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%w\nhint: run `oxy %s --help` for the flags", withoutValue(err), f.name)}
 	}
 	for _, b := range f.envVars {
 		if f.Changed(b.flag) {
@@ -137,3 +140,23 @@ func (f *flagSet) parse(env Env, args []string) error {
 
 // errHelp ends a command after --help with exit 0.
 var errHelp = &ExitError{Code: ExitOK}
+
+// withoutValue rewrites pflag's errors that quote what was given (an
+// invalid value, a malformed argument): a value may be a credential, so an
+// error names the flag and the reason only.
+func withoutValue(err error) error {
+	var iv *pflag.InvalidValueError
+	if errors.As(err, &iv) {
+		reason := iv.Unwrap()
+		var ne *strconv.NumError
+		if errors.As(reason, &ne) {
+			reason = ne.Err // strconv's text quotes the value
+		}
+		return fmt.Errorf("invalid value for --%s: %w", iv.GetFlag().Name, reason)
+	}
+	var is *pflag.InvalidSyntaxError
+	if errors.As(err, &is) {
+		return errors.New("bad flag syntax: a flag is given as -x or --name")
+	}
+	return err
+}

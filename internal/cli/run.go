@@ -24,6 +24,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
+	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
@@ -56,11 +57,24 @@ type runFlags struct {
 	quiet        bool
 	retryUnknown bool
 	stopTimeout  time.Duration
+	dryRun       bool
+	realtime     bool
+	realtimeURL  string
+	checkStorage bool
+	noCheck      bool
+	payload      payloadFlags
 }
 
 // register adds the flags of `oxy run`.
 func (f *runFlags) register(fs *flagSet) {
-	fs.StringVarP(&f.destination, "destination", "d", "", "write each done job's body as <job id>.json to `DEST`: a folder (created), s3://, gs:// or az:// URL")
+	f.payload.register(fs)
+	fs.BoolVar(&f.realtime, "realtime", false, "run each payload with the Realtime integration, in this process: one call each, answered when its job finished (no storage_url, jobs under 150 s)")
+	fs.BoolVar(&f.checkStorage, "check-storage", true, "with storage_url payloads: submit the first payload per storage location alone and await its upload before the rest; "+
+		"if it fails, hold the rest back (they end unsubmitted, never sent)")
+	fs.BoolVar(&f.noCheck, "no-check-storage", false, "submit storage_url payloads without awaiting a first upload per location")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the payloads as they would be sent (credentials in URLs redacted) and what they bill at most; send nothing")
+	fs.StringVarP(&f.destination, "destination", "d", "", "write each done job's body as <job id>.json to `DEST`: a folder (created), s3://, gs:// or az:// URL; "+
+		"without it, each body is printed on stdout")
 	fs.StringVar(&f.runLog, "run-log", "", "write the run log <run id>.jsonl to `DIR|URL`: a folder, s3://, gs:// or az:// URL")
 	f.registerPipeline(fs)
 	fs.StringVar(&f.mongoURI, "mongo", "", "keep the in-process ledger in MongoDB at `URI` (prefer the environment: a URI may hold a password)")
@@ -75,6 +89,7 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.bindEnv("destination", envDestination)
 	fs.bindEnv("run-log", envRunLog)
 	fs.bindEnv("api-url", envAPIURL)
+	fs.bindEnv("realtime-url", envRealtimeURL)
 	fs.bindEnv("nats", envNATSURL)
 	fs.bindEnv("mongo", envMongoURI)
 	fs.bindEnv("state-dir", envStateDir)
@@ -88,14 +103,21 @@ func (f *runFlags) registerPipeline(fs *flagSet) {
 	fs.BoolVar(&f.sandbox, "sandbox", false, "run against the built-in API emulator: no credentials, no cost")
 	fs.StringVar(&f.sandboxRules, "sandbox-rules", "", "script the sandbox's outcomes with a rules `FILE` (see below)")
 	fs.StringVar(&f.apiURL, "api-url", wsa.DefaultBaseURL, "Web Scraper API base `URL`")
+	fs.StringVar(&f.realtimeURL, "realtime-url", wsa.DefaultRealtimeURL, "Realtime host `URL` (an oxy sandbox serves it at its URL + "+emulator.RealtimePath+")")
 	fs.StringVar(&f.natsURL, "nats", "", "feed and watch through an external NATS `URL`; the deployed workers do the stages")
 }
 
 // check refuses combinations that cannot work, before anything is read.
 func (f *runFlags) check() error {
 	switch {
-	case f.destination == "" && f.resume == "":
-		return usageErrorf("-d/--destination is required: where each done job's body is written\nhint: oxy run --sandbox examples/payloads.jsonl -d results --run-log logs")
+	case f.dryRun:
+		return nil // nothing runs: only the payloads are read
+	case f.realtime && f.natsURL != "":
+		return usageErrorf("--realtime runs in this process: the deployed pipeline has no Realtime stage, so nothing was sent; drop --nats, or --realtime for Push-Pull")
+	case f.realtime && (f.resume != "" || f.stateDir != ""):
+		return usageErrorf("--realtime keeps no state to resume: a Realtime call cut short is not sent again; drop --resume and --state-dir")
+	case f.destination == "" && f.resume == "" && f.natsURL != "":
+		return usageErrorf("with --nats the deployed writers write each done job's body, so -d/--destination is required: an absolute path of their filesystem or an s3://, gs:// or az:// URL")
 	case f.sandbox && f.natsURL != "":
 		return usageErrorf("--sandbox runs the pipeline in this process; it cannot be combined with --nats")
 	case f.sandboxRules != "" && !f.sandbox:
@@ -124,12 +146,19 @@ func relativeFolder(location string) bool {
 
 func runFlagSet() (*flagSet, *runFlags) {
 	f := &runFlags{}
-	fs := newFlagSet("run", "[flags] [FILE|-]", `
-Run a file of payloads, one Web Scraper API request body (a JSON object) per
-line, read from FILE or stdin: submit each one, poll its job, write each done
-job's body unchanged as <job id>.json to the destination, and write a run log
-that says what became of every payload (done, faulted, rejected, unsubmitted,
-unfetched).
+	fs := newFlagSet("run", "[flags] [SOURCE [INPUT…] | FILE | -]", `
+Run payloads: submit each one, poll its job, write each done job's body
+unchanged as <job id>.json to the destination (or print it on stdout), and
+write a run log that says what became of every payload (done, faulted,
+rejected, unsubmitted, unfetched).
+
+The payloads are Web Scraper API request bodies. With SOURCE, each INPUT (or,
+with none, each line of stdin) is one payload {"source": SOURCE, KEY: INPUT}:
+KEY is url for an input containing ://, else query (-k sets it). Without
+SOURCE, each line of FILE or stdin is one payload, a JSON object. The payload
+options (--render … --storage-url, -p) add their field to every payload; a
+line that sets the same field is an error, before anything is sent. Errors
+never quote option values or input lines.
 
 Without --nats everything runs in this process (an embedded NATS server and
 the same submitter, poller, writer and statusworker code as the deployed
@@ -148,8 +177,11 @@ run-log error, and oxy recover holds it back unless told otherwise.
 second bill for each such payload whose first request did create a job.
 
 Progress goes to stderr: a live line on a terminal, a line every 10s
-otherwise, and the run's progress as the last line. stdout has one JSON line
-per finished job: {"doc", "id", "status", "source", "input", "file", "error"}.
+otherwise, and the run's progress as the last line. Without -d, stdout has
+each done job's results body, {"results": …, "job": …}, as one compact JSON
+line (one body at a time, so a run of any size pipes into jq). With -d, stdout
+has one JSON line per finished job instead: {"doc", "id", "status", "source",
+"input", "file", "error"}. Empty input ends at once with exit 0.
 The first Ctrl+C (or SIGTERM) stops submitting: payloads not yet sent end
 unsubmitted, and jobs already submitted are still checked and written for at
 most --stop-timeout (default 1m); then the run ends with what is recorded (a
@@ -163,7 +195,11 @@ without it.`)
 	fs.note(credentialsHelp + `
   NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CREDS, NATS_TLS_CA/CERT/KEY   with --nats`)
 	fs.note(`Examples:
+  oxy run --sandbox universal https://sandbox.oxylabs.io/products/1 | jq .results[0].content
   oxy run --sandbox examples/payloads.jsonl -d results --run-log logs
+  printf 'laptop\nphone\n' | oxy run google_search --geo-location Germany --parse -d results
+  oxy run universal https://example.com -p render=html -p 'context:=[{"key":"a","value":1}]'
+  oxy run --dry-run examples/payloads.jsonl --pages 3
   oxy run payloads.jsonl -d s3://bucket/results --run-log s3://bucket/logs --state-dir .oxy
   oxy run --resume 20260929T170412.345Z --state-dir .oxy      (after the process was killed)
   oxy run payloads.jsonl -d results | jq -r 'select(.status == "done") | .file'`)
@@ -176,29 +212,50 @@ func runCommand(ctx context.Context, env Env, args []string) error {
 	if err := fs.parse(env, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 1 {
-		return usageErrorf("run takes at most one input file, got %d", fs.NArg())
-	}
 	if err := f.check(); err != nil {
 		return err
 	}
-	input := fs.Arg(0)
-	r := &runner{env: env, flags: *f, console: newConsole(env)}
-	return r.run(ctx, input)
+	in, err := readArgs(fs.Args())
+	if err != nil {
+		return err
+	}
+	if in.source != "" && f.resume != "" {
+		return usageErrorf("--resume takes the killed run's payloads from --state-dir (or a FILE), not a SOURCE and inputs")
+	}
+	if k := f.payload.inputKey; k != "" && !payload.IsInputKey(k) {
+		return usageErrorf("-k/--input-key must be one of %s", strings.Join(payload.InputKeys(), ", "))
+	}
+	if f.payload.inputKey != "" && in.source == "" {
+		return usageErrorf("-k/--input-key says where each INPUT goes; it needs a SOURCE first (oxy run SOURCE INPUT…)")
+	}
+	opts, err := f.payload.options(fs)
+	if err != nil {
+		return err
+	}
+	if err := opts.checkFor(in.source); err != nil {
+		return err
+	}
+	r := &runner{env: env, flags: *f, console: newConsole(env), args: in, options: opts}
+	return r.run(ctx)
 }
 
 // runner is one `oxy run`.
 type runner struct {
 	env     Env
 	flags   runFlags
+	args    inputArgs
+	options payloadOptions
 	console *console
 	lines   *lineWriter
+	// bodies is the folder the bodies of a run without -d are written to
+	// before each is printed on stdout and removed; "" with -d.
+	bodies string
 	// hurried: a second signal asked for the run to end at once, so the
 	// pipeline is not given long to drain afterwards.
 	hurried atomic.Bool
 }
 
-func (r *runner) run(ctx context.Context, input string) error {
+func (r *runner) run(ctx context.Context) error {
 	if r.flags.mongoURI != "" && r.flags.natsURL != "" {
 		warnf(r.console, "--mongo is ignored with --nats: the deployed statusworker keeps the ledger")
 		r.flags.mongoURI = ""
@@ -206,11 +263,40 @@ func (r *runner) run(ctx context.Context, input string) error {
 
 	// Read and check every line first: nothing bills before the whole input
 	// is known to be payloads.
-	src, err := r.source(input)
+	src, err := r.source()
 	if err != nil {
 		return err
 	}
 	defer func() { _ = src.Close() }() // removes the spool of a run that ended; a kept one stays
+	if r.flags.dryRun {
+		return r.dryRun(src)
+	}
+	if src.Spool != nil && src.Len() == 0 && r.flags.resume == "" {
+		if !r.flags.quiet {
+			hintf(r.console, "no payloads were given: nothing to run")
+		}
+		return nil
+	}
+	uploads := false
+	if src.Spool != nil {
+		if uploads, err = oxy.Uploads(src); err != nil {
+			return usageError(err)
+		}
+	}
+	if uploads && r.flags.realtime {
+		return usageErrorf("Realtime does not upload to cloud storage (the API refuses storage_url), so nothing was sent: run these payloads without --realtime")
+	}
+	if uploads && r.flags.destination != "" {
+		return usageErrorf("the payloads have a storage_url, so the API uploads their results; -d would fetch every result a second time: drop -d\nhint: nothing was sent")
+	}
+	if r.flags.destination == "" && r.flags.resume == "" && !uploads {
+		dir, err := os.MkdirTemp("", "oxy-bodies-")
+		if err != nil {
+			return fmt.Errorf("a folder for the bodies printed on stdout: %w", err)
+		}
+		defer func() { _ = os.RemoveAll(dir) }() // every body was printed, or the run ended early
+		r.bodies, r.flags.destination = dir, dir
+	}
 
 	cfg, cleanup, err := r.clientConfig(ctx)
 	if err != nil {
@@ -245,6 +331,9 @@ func (r *runner) run(ctx context.Context, input string) error {
 	}
 	if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
 		return err // Ctrl+C before anything was announced: nothing to stop
+	}
+	if r.flags.realtime {
+		return r.realtime(ctx, client, src)
 	}
 	run, err := r.start(runCtx, client, src)
 	if err != nil {
@@ -283,8 +372,9 @@ func (s *runSource) source() feeder.Source {
 
 // source reads the input (a file, stdin, or the spool a killed run kept in
 // the state directory) and checks every line.
-func (r *runner) source(input string) (*runSource, error) {
+func (r *runner) source() (*runSource, error) {
 	f := r.flags
+	input := r.args.file
 	if f.resume != "" && input == "" && f.stateDir != "" {
 		path := spoolPath(f.stateDir, f.resume)
 		s, err := feeder.OpenSpool(path)
@@ -301,10 +391,17 @@ func (r *runner) source(input string) (*runSource, error) {
 		return nil, usageErrorf("--resume with --nats needs the run's input file")
 	}
 	in := r.env.Stdin
-	if (input == "" || input == "-") && r.env.StdinTerminal {
+	switch {
+	case r.args.source != "" && len(r.args.inputs) == 0 && r.env.StdinTerminal:
+		hintf(r.console, "reading inputs from the terminal, one per line; Ctrl+D ends them")
+	case r.args.source == "" && (input == "" || input == "-") && r.env.StdinTerminal:
 		hintf(r.console, "reading payloads from the terminal, one JSON object per line; Ctrl+D ends them")
 	}
-	if input != "" && input != "-" {
+	if r.args.source != "" {
+		gen := inputPayloads(r.args.source, f.payload.inputKey, r.args.inputs, in)
+		defer func() { _ = gen.Close() }() // ends the goroutine reading stdin
+		in = gen
+	} else if input != "" && input != "-" {
 		file, err := os.Open(input)
 		if err != nil {
 			return nil, usageError(err)
@@ -319,9 +416,15 @@ func (r *runner) source(input string) (*runSource, error) {
 			return nil, usageErrorf("state directory: %w", err)
 		}
 	}
-	s, err := feeder.ReadJSONL(in, feeder.ReadConfig{Dir: dir})
+	s, err := feeder.ReadJSONL(in, feeder.ReadConfig{Dir: dir, Apply: r.options.apply})
 	if err != nil {
-		var ie *oxytype.InputError
+		var (
+			ie    *oxytype.InputError
+			clash *clashError
+		)
+		if errors.As(err, &ie) && errors.As(err, &clash) {
+			return nil, usageErrorf("line %d sets %s, and so does an option (%s)\nhint: nothing was sent; give the field either on the lines or as an option", ie.Line, clash.key, clash.by)
+		}
 		if errors.As(err, &ie) {
 			return nil, usageErrorf("%v\nhint: nothing was sent; each line must be one JSON object with a source and an input (url, query, …)", ie)
 		}
@@ -343,6 +446,7 @@ func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
 		Username:         r.env.Getenv(envUsername),
 		Password:         r.env.Getenv(envPassword),
 		BaseURL:          f.apiURL,
+		RealtimeURL:      f.realtimeURL,
 		Sandbox:          f.sandbox,
 		StateDir:         f.stateDir,
 		RetryUnknownOnce: f.retryUnknown,
@@ -407,7 +511,7 @@ func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
 // anything billed.
 func (r *runner) start(ctx context.Context, client *oxy.Client, src *runSource) (*oxy.Run, error) {
 	f := r.flags
-	opts := oxy.Options{Destination: f.destination, RunLog: f.runLog, StopTimeout: f.stopTimeout}
+	opts := oxy.Options{Destination: f.destination, RunLog: f.runLog, StopTimeout: f.stopTimeout, NoStorageCheck: f.noCheck || !f.checkStorage}
 	if f.resume != "" {
 		run, err := client.Resume(ctx, f.resume, src.source(), opts)
 		if err != nil {
@@ -460,7 +564,9 @@ func startError(err error) error {
 		return usageErrorf("the run log cannot be written, so nothing was sent: %s", rf.Reason)
 	case errors.As(err, &de), errors.Is(err, oxy.ErrNoDestination):
 		return usageErrorf("the destination cannot be written, so nothing was sent: %v", err)
-	case errors.Is(err, oxy.ErrNoCredentials), errors.Is(err, oxytype.ErrInputMismatch), errors.Is(err, oxytype.ErrRunNotFound):
+	case errors.Is(err, oxy.ErrNoCredentials), errors.Is(err, oxytype.ErrInputMismatch), errors.Is(err, oxytype.ErrRunNotFound),
+		errors.Is(err, oxy.ErrRealtimeDeployed), errors.Is(err, oxy.ErrRealtimeStorage),
+		errors.Is(err, oxy.ErrStorageWithDestination), errors.Is(err, oxy.ErrMixedStorage):
 		return usageError(err)
 	case errors.As(err, &nsw):
 		return fmt.Errorf("%w\nhint: nothing was sent; start a statusworker on this NATS (see deploy/)", nsw)
@@ -516,7 +622,11 @@ func (r *runner) watch(ctx context.Context, run *oxy.Run, src *runSource) error 
 
 	runErr := run.Err()
 	if loc := run.RunLog(); loc != "" && (runErr != nil || len(run.Problems()) > 0) {
-		hintf(r.console, "recover what is left without paying twice: oxy recover %s -d %s", redact.String(loc), redact.String(run.Announced().Destination))
+		dest := redact.String(run.Announced().Destination)
+		if r.bodies != "" || dest == "" {
+			dest = "DEST" // the bodies' scratch folder is gone, or the API uploaded them
+		}
+		hintf(r.console, "recover what is left without paying twice: oxy recover %s -d %s", redact.String(loc), dest)
 	}
 	if n := mayHaveBilledCount(run.Problems()); n > 0 {
 		hintf(r.console, "%s may have billed already (\"may_have_billed\": true in the run log): oxy recover holds %s back unless given --resubmit-unknown",
@@ -529,6 +639,9 @@ func (r *runner) watch(ctx context.Context, run *oxy.Run, src *runSource) error 
 	var incomplete *oxy.IncompleteRunError
 	if errors.As(runErr, &incomplete) {
 		return errIncomplete
+	}
+	if runErr == nil && run.Progress().Unuploaded > 0 {
+		return errIncomplete // the failed uploads were reported as they came
 	}
 	return runErr
 }
@@ -582,6 +695,11 @@ func (r *runner) follow(ctx context.Context, run *oxy.Run, onJob func(*oxy.Job))
 		}
 		if onJob != nil {
 			onJob(&job)
+		}
+		r.reportUpload(job)
+		if r.bodies != "" {
+			r.printBody(job)
+			continue
 		}
 		line, err := job.MarshalJSON()
 		if err != nil {

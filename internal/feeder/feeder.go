@@ -134,6 +134,10 @@ type Announcement struct {
 	// already submitted are still checked and written before the run is
 	// completed with what is recorded. Default messages.DefaultStopTimeout.
 	StopTimeout time.Duration
+	// FinalDataType is the data type at which a doc is complete. Default
+	// oxytype.FinalDataType (written); oxytype.DataDone for a run whose
+	// results the API uploads to cloud storage, which has no destination.
+	FinalDataType oxytype.DataType
 }
 
 // Announce announces a run of src's payloads and waits until a statusworker
@@ -152,10 +156,13 @@ func (f *Feeder) Announce(ctx context.Context, src Source, a Announcement) (stri
 	if a.StartedAt.IsZero() {
 		a.StartedAt = f.cfg.Now()
 	}
+	if a.FinalDataType == "" {
+		a.FinalDataType = oxytype.FinalDataType
+	}
 	run, err := f.cfg.Topology.AnnounceRun(ctx, messages.RunAnnounced{
 		Run:           a.Run,
 		Total:         src.Len(),
-		FinalDataType: oxytype.FinalDataType,
+		FinalDataType: a.FinalDataType,
 		Destination:   a.Destination,
 		RunLog:        a.RunLog,
 		StartedAt:     a.StartedAt.UTC(),

@@ -84,6 +84,11 @@ type ReadConfig struct {
 	// refuses larger messages. Default DefaultMaxPayloadBytes; negative: no
 	// limit.
 	MaxPayloadBytes int
+	// Apply, when set, changes each payload as it is read, before it is
+	// checked (the CLI merges its payload options into every line). Its
+	// error ends the read with an *InputError naming the line; it must not
+	// quote the line's values, which may hold credentials.
+	Apply func(payload.Payload) (payload.Payload, error)
 }
 
 // Spool is a Source whose payloads were read from a JSONL input, checked,
@@ -133,6 +138,11 @@ func ReadJSONL(r io.Reader, cfg ReadConfig) (*Spool, error) {
 		}
 		if err != nil {
 			return fail(fmt.Errorf("feeder: read input: %w", err))
+		}
+		if cfg.Apply != nil {
+			if p, err = cfg.Apply(p); err != nil {
+				return fail(&oxytype.InputError{Line: line, Doc: s.n, Err: err})
+			}
 		}
 		if err := Check(p); err != nil {
 			return fail(&oxytype.InputError{Line: line, Doc: s.n, Err: err})

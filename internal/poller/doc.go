@@ -53,8 +53,10 @@
 // its schedule until the entry appears, for at most Config.UploadWait after
 // the job finished, and carries the entry ({code, message}) in the status
 // event it records (the success at "done", or the faulted hard failure).
-// A job object without "statuses" is not waited for. Results are still
-// written to the run's destination: the API serves them after an upload too.
+// No entry by then is recorded as a failed upload (code 0). A job object
+// without "statuses" is not waited for. A run of storage payloads is
+// complete at "done": its results are in the bucket, and the writer fetches
+// nothing for it (its run has no destination).
 //
 // # Metrics
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
+	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -94,7 +95,8 @@ func (p *Poller) pending(m *stage.Msg, s *messages.Submitted, elapsed time.Durat
 
 // upload returns the job's upload entry, or how long to wait for it: a job
 // whose payload names a storage_url and whose object has a "statuses" key
-// reports its upload shortly after it finished.
+// reports its upload shortly after it finished. No entry within the upload
+// wait (or the pending limit) is a failed upload.
 func (p *Poller) upload(s *messages.Submitted, job wsa.Job, elapsed time.Duration) (*oxytype.Upload, time.Duration) {
 	if u, ok := job.Upload(); ok {
 		return &oxytype.Upload{Code: u.Code, Message: u.Message}, 0
@@ -107,9 +109,11 @@ func (p *Poller) upload(s *messages.Submitted, job wsa.Job, elapsed time.Duratio
 		left = min(left, p.cfg.PendingLimit-elapsed)
 	}
 	if left <= 0 {
-		p.log.Warn("no upload entry; going on without it",
+		// An upload not reported in time is not known to have happened: it
+		// counts as failed (code 0: the API gave none).
+		p.log.Warn("no upload entry; recording the upload failed",
 			zap.String("api_job_id", s.APIJobID), zap.Duration("waited", p.cfg.UploadWait))
-		return nil, 0
+		return &oxytype.Upload{Message: fmt.Sprintf("no upload entry within %s after the job finished", formatDuration(p.cfg.UploadWait))}, 0
 	}
 	return nil, max(min(p.cfg.Schedule.Next(elapsed)-elapsed, left), minWait)
 }
@@ -195,10 +199,12 @@ func (p *Poller) retry(m *stage.Msg, s *messages.Submitted, elapsed time.Duratio
 // hasStorageURL reports whether a payload asks the API to upload its result
 // to cloud storage.
 func hasStorageURL(raw json.RawMessage) bool {
-	var body struct {
-		StorageURL *string `json:"storage_url"`
+	p, err := payload.Parse(raw, 0)
+	if err != nil {
+		return false
 	}
-	return json.Unmarshal(raw, &body) == nil && body.StorageURL != nil && *body.StorageURL != ""
+	_, ok := p.StorageURL()
+	return ok
 }
 
 // formatDuration prints a duration without trailing zero units: "1h",

@@ -340,6 +340,24 @@ func TestUploadEntryIsCarried(t *testing.T) {
 	}
 }
 
+func TestNoUploadEntryInTimeIsAFailedUpload(t *testing.T) {
+	t.Parallel()
+	f := setup(t, emulator.Config{Rules: []emulator.Rule{
+		{Pattern: regexp.MustCompile(`late`), Outcome: emulator.Outcome{UploadDelay: time.Hour}},
+	}})
+	f.cfg.UploadWait = 500 * time.Millisecond
+	f.start()
+	s := f.submit(0, `{"source":"universal","url":"https://sandbox.oxylabs.io/late","storage_type":"s3","storage_url":"s3://bucket/results"}`)
+	evs := f.final(s.Doc)
+	if len(evs) != 1 {
+		t.Fatalf("events = %+v, want one", evs)
+	}
+	want := oxytype.Upload{Code: 0, Message: "no upload entry within 500ms after the job finished"}
+	if ev := evs[0]; ev.Outcome != oxytype.Success || ev.Upload == nil || *ev.Upload != want {
+		t.Fatalf("event = %+v (upload %+v), want a success with %+v", ev, ev.Upload, want)
+	}
+}
+
 func TestConfigValidation(t *testing.T) {
 	t.Parallel()
 	f := setup(t, emulator.Config{})

@@ -34,6 +34,11 @@ type Config struct {
 	Buffer int
 	// Now tells the time for Progress.Elapsed. Default time.Now.
 	Now func() time.Time
+	// OnFinish, when set, sees each finished job as soon as it finishes,
+	// before Next returns it and whether or not the caller reads jobs (a
+	// storage check waits on its first jobs this way). It is called from
+	// the watcher's goroutine and must not block.
+	OnFinish func(Job)
 }
 
 // WithDefaults returns c with every unset field filled in.
@@ -238,6 +243,9 @@ func (w *Watcher) loop(ctx context.Context, js jetstream.JetStream, subject stri
 			w.mu.Lock()
 			job, finished := w.tracker.Apply(e.ev)
 			w.mu.Unlock()
+			if finished && w.cfg.OnFinish != nil {
+				w.cfg.OnFinish(job)
+			}
 			if finished {
 				select {
 				case w.jobs <- job:

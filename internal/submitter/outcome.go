@@ -116,22 +116,6 @@ func stopCause(err error) string {
 	return redact.String(err.Error())
 }
 
-// markedInfo returns info with the may-have-billed mark: the structured
-// field, which is what recovery tools read, and the same words at the end
-// of the message for a human reader. A marked info is returned as it is.
-func markedInfo(info *oxytype.ErrorInfo) *oxytype.ErrorInfo {
-	if info == nil {
-		info = &oxytype.ErrorInfo{}
-	}
-	if info.MayHaveBilled {
-		return info
-	}
-	m := *info
-	m.MayHaveBilled = true
-	if m.Message == "" {
-		m.Message = oxytype.MayHaveBilledText
-	} else {
-		m.Message += "; " + oxytype.MayHaveBilledText
-	}
-	return &m
-}
+// markedInfo returns info with the may-have-billed mark (see
+// oxytype.Marked).
+func markedInfo(info *oxytype.ErrorInfo) *oxytype.ErrorInfo { return oxytype.Marked(info) }

@@ -113,6 +113,8 @@ func route(r *http.Request) (ep Endpoint, id uint64, page int, idOK bool) {
 		return EndpointCallbackerIPs, 0, 0, true
 	case "/_sandbox/stats":
 		return EndpointStats, 0, 0, true
+	case RealtimePath + "/v1/queries":
+		return EndpointRealtime, 0, 0, true
 	}
 	rest, ok := strings.CutPrefix(p, "/v1/queries/")
 	if !ok {
@@ -143,7 +145,7 @@ func route(r *http.Request) (ep Endpoint, id uint64, page int, idOK bool) {
 
 func allowedMethod(ep Endpoint) string {
 	switch ep {
-	case EndpointSubmit, EndpointBatch:
+	case EndpointSubmit, EndpointBatch, EndpointRealtime:
 		return http.MethodPost
 	}
 	return http.MethodGet
@@ -185,6 +187,8 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.serveSubmit(w, r, user)
 	case EndpointBatch:
 		e.serveBatch(w, r, user)
+	case EndpointRealtime:
+		e.serveRealtime(w, r, user)
 	case EndpointCallbackerIPs:
 		e.serveCallbackerIPs(w, user)
 	default:
@@ -224,7 +228,7 @@ func (e *Emulator) serveJob(w http.ResponseWriter, r *http.Request, ep Endpoint,
 // lookup returns the job with id, or nil when it never existed or was purged.
 func (e *Emulator) lookup(id uint64, now int64) *job {
 	j := e.jobs.get(id)
-	if j == nil {
+	if j == nil || j.realtime {
 		return nil
 	}
 	if j.finish != never && now-j.finish >= int64(e.cfg.JobTTL) {

@@ -22,10 +22,11 @@ const (
 	EndpointCallbackerIPs Endpoint = "callbacker_ips" // GET /v1/info/callbacker_ips
 	EndpointStats         Endpoint = "stats"          // GET /_sandbox/stats (never faulted)
 	EndpointNotFound      Endpoint = "not_found"      // anything else (nginx 404)
+	EndpointRealtime      Endpoint = "realtime"       // POST /realtime/v1/queries (the Realtime host's /v1/queries)
 )
 
 // numEndpoints is the number of Endpoint values; endpointIndex numbers them.
-const numEndpoints = 8
+const numEndpoints = 9
 
 func endpointIndex(e Endpoint) int {
 	switch e {
@@ -45,6 +46,8 @@ func endpointIndex(e Endpoint) int {
 		return 6
 	case EndpointNotFound:
 		return 7
+	case EndpointRealtime:
+		return 8
 	}
 	return -1
 }
@@ -52,7 +55,7 @@ func endpointIndex(e Endpoint) int {
 func endpointAt(i int) Endpoint {
 	return [numEndpoints]Endpoint{
 		EndpointSubmit, EndpointBatch, EndpointStatus, EndpointResults,
-		EndpointContent, EndpointCallbackerIPs, EndpointStats, EndpointNotFound,
+		EndpointContent, EndpointCallbackerIPs, EndpointStats, EndpointNotFound, EndpointRealtime,
 	}[i]
 }
 

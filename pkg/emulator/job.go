@@ -42,6 +42,9 @@ type job struct {
 	uploadAt   int64 // when the upload entry appears, or never
 	uploadCode int16 // 0 = no entry
 	faulted    bool
+	// realtime: created by a Realtime call, so the Push-Pull endpoints
+	// answer 404 for it, as the API does.
+	realtime bool
 }
 
 func (j *job) status(now int64) jobStatus {

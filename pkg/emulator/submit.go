@@ -58,29 +58,45 @@ func (e *Emulator) tooMany(w http.ResponseWriter, r *http.Request, failed int, r
 	e.writeError(w, r, http.StatusTooManyRequests, msg, nil, user)
 }
 
-// serveSubmit answers POST /v1/queries.
-func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user string) {
-	b := e.bodies.get()
-	defer e.bodies.put(b)
+// admission is a single submission the emulator accepted: its job, and
+// what the answer carries.
+type admission struct {
+	j             *job
+	sp            *spec
+	remaining     [2]int
+	submitFailure *failure // a scripted failure after the job was created
+	now           int64
+}
+
+// admit runs the checks, rules and rate limit of a single submission (Push-
+// Pull or Realtime) and creates its job. When it refuses, it has written
+// the answer and returns false.
+func (e *Emulator) admit(w http.ResponseWriter, r *http.Request, b *body, user string, realtime bool) (admission, bool) {
 	if !e.readBody(w, r, b) {
 		e.badJSON(w, r, user)
-		return
+		return admission{}, false
 	}
 	fields, ok := decodeObject(b.scratch)
 	if !ok {
 		e.badJSON(w, r, user)
-		return
+		return admission{}, false
 	}
 	source, _ := jsonscan.String(fields["source"])
 	src := e.sources[source]
 	if src == nil {
 		e.rejectWith(w, r, reject(msgUnsupportedSrc), user)
-		return
+		return admission{}, false
 	}
 	input, present, isString := inputOf(fields, src.inputKey)
 	if rej := check(src, fields, input, present, isString); rej != nil {
 		e.rejectWith(w, r, rej, user)
-		return
+		return admission{}, false
+	}
+	if realtime {
+		if rej := checkRealtime(src, fields); rej != nil {
+			e.rejectWith(w, r, rej, user)
+			return admission{}, false
+		}
 	}
 	sub := Submission{Source: source, InputKey: src.inputKey, Input: input, Fields: fields}
 	out := matchRules(e.rules, &sub)
@@ -89,16 +105,16 @@ func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user stri
 		switch {
 		case out.Reject != nil:
 			e.rejectWith(w, r, out.Reject, user)
-			return
+			return admission{}, false
 		case out.Throttle:
 			e.throttle(w, r, input, user)
-			return
+			return admission{}, false
 		}
 		if out.submitFailure.take(input) {
 			submitFailure = out.submitFailure
 			if !submitFailure.AfterCreate {
 				e.fail(w, r, &submitFailure.Failure, user)
-				return
+				return admission{}, false
 			}
 		}
 	}
@@ -109,10 +125,22 @@ func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user stri
 		var failed int
 		if failed, remaining = e.limiter.take(now, sp.cost, sp.rendered); failed >= 0 {
 			e.tooMany(w, r, failed, sp.rendered, remaining, user)
-			return
+			return admission{}, false
 		}
 	}
-	j := e.createJob(sp, input, out, now, e.linksBase(r))
+	j := e.createJob(sp, input, out, now, e.linksBase(r), realtime)
+	return admission{j: j, sp: sp, remaining: remaining, submitFailure: submitFailure, now: now}, true
+}
+
+// serveSubmit answers POST /v1/queries.
+func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user string) {
+	b := e.bodies.get()
+	defer e.bodies.put(b)
+	a, ok := e.admit(w, r, b, user, false)
+	if !ok {
+		return
+	}
+	j, submitFailure := a.j, a.submitFailure
 	if submitFailure != nil && !submitFailure.CutBody {
 		e.fail(w, r, &submitFailure.Failure, user)
 		return
@@ -122,8 +150,8 @@ func (e *Emulator) serveSubmit(w http.ResponseWriter, r *http.Request, user stri
 	id := []string{strconv.FormatUint(j.id, 10)}
 	h["X-Oxylabs-Job-Id"] = id
 	h["X-Oxyserps-Job-Id"] = id
-	e.setRateHeaders(h, sp.rendered, remaining)
-	b.buf = e.appendJob(b.buf[:0], j, now, e.linksBase(r))
+	e.setRateHeaders(h, a.sp.rendered, a.remaining)
+	b.buf = e.appendJob(b.buf[:0], j, a.now, e.linksBase(r))
 	h["Content-Type"] = e.hv.json
 	if submitFailure != nil {
 		e.stats.faultsInjected.Add(1)
@@ -262,7 +290,7 @@ func (e *Emulator) serveBatch(w http.ResponseWriter, r *http.Request, user strin
 	base := e.linksBase(r)
 	jobs := make([]*job, len(good))
 	for i, a := range good {
-		jobs[i] = e.createJob(sp, a.input, a.out, now, base)
+		jobs[i] = e.createJob(sp, a.input, a.out, now, base, false)
 	}
 	if len(failures) > 0 && !failures[0].CutBody {
 		e.fail(w, r, &failures[0].Failure, user)
@@ -330,11 +358,11 @@ func (e *Emulator) batchAllFailed(w http.ResponseWriter, values []json.RawMessag
 // createJob creates, stores and schedules one job. Its random choices come
 // from the seed, its source and input and how many jobs that input already
 // had, so they do not depend on the order of concurrent submissions.
-func (e *Emulator) createJob(sp *spec, input string, out *outcome, now int64, base string) *job {
+func (e *Emulator) createJob(sp *spec, input string, out *outcome, now int64, base string, realtime bool) *job {
 	id := e.nextID.Add(1)
 	occurrence := e.stats.created(input, sp.pages)
 	r := jobRand(e.seed, sp.src.name, sp.inputKey, input, occurrence)
-	j := &job{id: id, spec: sp, input: input, out: out, created: now}
+	j := &job{id: id, spec: sp, input: input, out: out, created: now, realtime: realtime}
 
 	j.faulted = r.Float64() < e.cfg.FaultRate
 	if out != nil {

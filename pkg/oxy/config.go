@@ -34,6 +34,9 @@ type Config struct {
 	Password string
 	// BaseURL is the API's base URL. Default wsa.DefaultBaseURL.
 	BaseURL string
+	// RealtimeURL is the Realtime host, for ExecuteRealtime. Default
+	// wsa.DefaultRealtimeURL; with Sandbox, the sandbox's.
+	RealtimeURL string
 
 	// Sandbox runs the in-process pipeline against the built-in API
 	// emulator; credentials and BaseURL are ignored.
@@ -100,6 +103,9 @@ type Config struct {
 func (c Config) WithDefaults() Config {
 	if c.BaseURL == "" {
 		c.BaseURL = wsa.DefaultBaseURL
+	}
+	if c.RealtimeURL == "" {
+		c.RealtimeURL = wsa.DefaultRealtimeURL
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()

@@ -20,7 +20,9 @@ import (
 // Options configures one run.
 type Options struct {
 	// Destination is where each done job is written as "<job id>.json": a
-	// local folder (created), or an s3://, gs:// or az:// URL. Required.
+	// local folder (created), or an s3://, gs:// or az:// URL. Required,
+	// unless the payloads have a storage_url (see Uploads): then it must be
+	// empty.
 	Destination string
 	// RunLog is where the run log "<run id>.jsonl" is written (same forms as
 	// Destination). Empty: no run log.
@@ -38,10 +40,22 @@ type Options struct {
 	// completed with what is recorded (see Run.Stop). Default
 	// messages.DefaultStopTimeout (1 minute).
 	StopTimeout time.Duration
+	// NoStorageCheck feeds a run of uploads (payloads with a storage_url)
+	// all at once. Off (the default), of the payloads that share a
+	// storage_url the first is submitted alone and its upload awaited: if
+	// it fails, the rest are held back and end unsubmitted, never sent, so
+	// that a wrong bucket or credential costs one job.
+	NoStorageCheck bool
+	// RealtimeConcurrency is how many Realtime calls ExecuteRealtime keeps
+	// in flight. Default DefaultRealtimeConcurrency.
+	RealtimeConcurrency int
 }
 
-func (o Options) validate() error {
-	if strings.TrimSpace(o.Destination) == "" {
+func (o Options) validate(uploads bool) error {
+	switch {
+	case uploads && o.Destination != "":
+		return ErrStorageWithDestination
+	case !uploads && strings.TrimSpace(o.Destination) == "":
 		return ErrNoDestination
 	}
 	if o.StopTimeout < 0 {
@@ -78,33 +92,53 @@ type Source interface {
 // first checks every payload for a source and an input (an
 // *oxytype.InputError); ExecuteSource leaves that check to whoever built
 // src, and checks only that no payload is larger than the broker accepts.
+//
+// Payloads with a storage_url (all of them, see Uploads) are uploaded by the
+// API: the run takes no destination, fetches no results, and is complete
+// when each job finished and its upload entry came (Job.Upload).
 func (c *Client) ExecuteSource(ctx context.Context, src Source, opts Options) (*Run, error) {
-	if err := opts.validate(); err != nil {
+	uploads, err := Uploads(src)
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.validate(uploads); err != nil {
 		return nil, err
 	}
 	topo, f, err := c.backend(ctx)
 	if err != nil {
 		return nil, err
 	}
-	warnings, err := c.probe(ctx, opts)
-	if err != nil {
-		return nil, err
+	warnings := c.locationWarnings(opts.Destination, opts.RunLog)
+	if !uploads {
+		if warnings, err = c.probe(ctx, opts); err != nil {
+			return nil, err
+		}
 	}
 	id, err := f.Announce(ctx, src, feeder.Announcement{
-		Run:         opts.Run,
-		Destination: opts.Destination,
-		RunLog:      opts.RunLog,
-		StartedAt:   time.Now(),
-		StopTimeout: opts.StopTimeout,
+		Run:           opts.Run,
+		Destination:   opts.Destination,
+		RunLog:        opts.RunLog,
+		StartedAt:     time.Now(),
+		StopTimeout:   opts.StopTimeout,
+		FinalDataType: finalDataType(uploads),
 	})
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.watch(ctx, topo, f, id, opts.Buffer, warnings)
+	var check *storageCheck
+	var onFinish func(progress.Job)
+	if uploads && !opts.NoStorageCheck {
+		check = newStorageCheck()
+		onFinish = check.observe
+	}
+	r, err := c.watch(ctx, topo, f, id, opts.Buffer, warnings, onFinish)
 	if err != nil {
 		return nil, err
 	}
 	r.startFeeding(func(ctx context.Context) error {
+		if check != nil {
+			return check.feed(ctx, f, id, src, r)
+		}
 		_, err := f.Feed(ctx, id, src)
 		return err
 	})
@@ -143,7 +177,7 @@ func (c *Client) Resume(ctx context.Context, run string, src Source, opts Option
 	if src.Len() != rec.Announced.Total {
 		return nil, fmt.Errorf("oxy: resume run %s: %w: %d payloads given, the run has %d", run, oxytype.ErrInputMismatch, src.Len(), rec.Announced.Total)
 	}
-	r, err := c.watch(ctx, topo, f, run, opts.Buffer, c.locationWarnings(rec.Announced.Destination, rec.Announced.RunLog))
+	r, err := c.watch(ctx, topo, f, run, opts.Buffer, c.locationWarnings(rec.Announced.Destination, rec.Announced.RunLog), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +198,7 @@ func (c *Client) Watch(ctx context.Context, run string, opts Options) (*Run, err
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.watch(ctx, topo, f, run, opts.Buffer, nil)
+	r, err := c.watch(ctx, topo, f, run, opts.Buffer, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -172,9 +206,9 @@ func (c *Client) Watch(ctx context.Context, run string, opts Options) (*Run, err
 	return r, nil
 }
 
-func (c *Client) watch(ctx context.Context, topo *topology.Topology, f *feeder.Feeder, run string, buffer int, warnings []string) (*Run, error) {
+func (c *Client) watch(ctx context.Context, topo *topology.Topology, f *feeder.Feeder, run string, buffer int, warnings []string, onFinish func(progress.Job)) (*Run, error) {
 	rctx, cancel := context.WithCancelCause(ctx)
-	w, err := progress.Watch(rctx, progress.Config{Topology: topo, Run: run, Buffer: buffer})
+	w, err := progress.Watch(rctx, progress.Config{Topology: topo, Run: run, Buffer: buffer, OnFinish: onFinish})
 	if err != nil {
 		cancel(err)
 		return nil, err
@@ -220,7 +254,7 @@ func (c *Client) locationWarnings(dest, runLog string) []string {
 		return nil
 	}
 	var w []string
-	if isLocal(dest) {
+	if dest != "" && isLocal(dest) {
 		w = append(w, fmt.Sprintf("the destination %s is a local folder: the writers write it on their own filesystem, not this machine's", redact.String(dest)))
 	}
 	if runLog != "" && isLocal(runLog) {

@@ -294,3 +294,11 @@ func isTrue(p Payload, key string) bool {
 	raw, ok := p.Get(key)
 	return ok && (string(raw) == "true" || string(raw) == `"true"`)
 }
+
+// StorageURL returns the payload's non-empty "storage_url": the API then
+// uploads the job's results to that cloud-storage location itself, and
+// reports the upload in the job's "statuses".
+func (p Payload) StorageURL() (string, bool) {
+	s, ok := p.GetString("storage_url")
+	return s, ok && s != ""
+}

@@ -22,6 +22,7 @@ import (
 // caller's (see Classify and Pacer).
 type Client struct {
 	base      string // BaseURL without a trailing slash
+	realtime  string // the Realtime host
 	host      string // for String
 	auth      string // the Authorization header value
 	userAgent string
@@ -38,6 +39,7 @@ func New(cfg Config) (*Client, error) {
 	u, _ := url.Parse(cfg.BaseURL) // validate parsed it
 	return &Client{
 		base:      strings.TrimRight(cfg.BaseURL, "/"),
+		realtime:  strings.TrimRight(cfg.RealtimeURL, "/"),
 		host:      u.Host,
 		auth:      "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.Username+":"+cfg.Password)),
 		userAgent: cfg.UserAgent,
@@ -68,10 +70,16 @@ type call struct {
 
 // startCall opens a call. Its timeout cancels the request with errNoAnswer.
 func (c *Client) startCall(parent context.Context) *call {
+	return startCallTimeout(parent, c.timeout)
+}
+
+// startCallTimeout opens a call with its own timeout (none when not
+// positive).
+func startCallTimeout(parent context.Context, timeout time.Duration) *call {
 	ctx, cancel := context.WithCancelCause(parent)
-	cl := &call{parent: parent, ctx: ctx, cancel: cancel, timeout: c.timeout}
-	if c.timeout > 0 {
-		cl.timer = time.AfterFunc(c.timeout, func() { cancel(errNoAnswer) })
+	cl := &call{parent: parent, ctx: ctx, cancel: cancel, timeout: timeout}
+	if timeout > 0 {
+		cl.timer = time.AfterFunc(timeout, func() { cancel(errNoAnswer) })
 	}
 	return cl
 }
@@ -113,7 +121,12 @@ func (cl *call) failure(err error) *APIError {
 // A network failure comes back as an *APIError. The caller must close the
 // body and call cl.finish.
 func (c *Client) send(cl *call, method, path, rawQuery string, body []byte) (*http.Response, error) {
-	u := c.base + path
+	return c.sendTo(cl, c.base, method, path, rawQuery, body)
+}
+
+// sendTo is send to another host of the API (base: scheme, host, prefix).
+func (c *Client) sendTo(cl *call, base, method, path, rawQuery string, body []byte) (*http.Response, error) {
+	u := base + path
 	if rawQuery != "" {
 		u += "?" + rawQuery
 	}
@@ -161,9 +174,14 @@ type reply struct {
 // status and header are returned with it). The timeout covers reading the
 // body.
 func (c *Client) exchange(ctx context.Context, method, path string, body []byte) (reply, error) {
-	cl := c.startCall(ctx)
+	return c.exchangeAt(ctx, c.startCall(ctx), c.base, method, path, body)
+}
+
+// exchangeAt is exchange on the call cl to the host base.
+func (c *Client) exchangeAt(ctx context.Context, cl *call, base, method, path string, body []byte) (reply, error) {
+	_ = ctx // cl carries it
 	defer cl.finish()
-	resp, err := c.send(cl, method, path, "", body)
+	resp, err := c.sendTo(cl, base, method, path, "", body)
 	if err != nil {
 		return reply{}, err
 	}

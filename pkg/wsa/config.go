@@ -13,6 +13,14 @@ import (
 // DefaultBaseURL is the Push-Pull host of the WSA.
 const DefaultBaseURL = "https://data.oxylabs.io"
 
+// DefaultRealtimeURL is the Realtime host of the WSA.
+const DefaultRealtimeURL = "https://realtime.oxylabs.io"
+
+// RealtimeTimeout bounds a Realtime call at least: the API answers a job
+// that runs 150 s or longer with 408 at 160 s, so a shorter wait would cut
+// answers that are on their way.
+const RealtimeTimeout = 3 * time.Minute
+
 // DefaultTimeout bounds how long a call waits for the API's answer.
 const DefaultTimeout = 2 * time.Minute
 
@@ -28,6 +36,10 @@ type Config struct {
 	// without credentials. Default DefaultBaseURL; point it at the emulator
 	// in tests.
 	BaseURL string
+	// RealtimeURL is the Realtime host, in the same form as BaseURL.
+	// Default DefaultRealtimeURL; the emulator serves it under
+	// emulator.RealtimePath.
+	RealtimeURL string
 
 	// Username and Password are the API user's credentials, sent as HTTP
 	// Basic auth on every request. Both are required.
@@ -56,6 +68,9 @@ func (c Config) WithDefaults() Config {
 	if c.BaseURL == "" {
 		c.BaseURL = DefaultBaseURL
 	}
+	if c.RealtimeURL == "" {
+		c.RealtimeURL = DefaultRealtimeURL
+	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = defaultHTTPClient()
 	}
@@ -73,24 +88,34 @@ func (c Config) validate() error {
 	if c.Username == "" || c.Password == "" {
 		return ErrNoCredentials
 	}
-	u, err := url.Parse(c.BaseURL)
-	if err != nil {
-		return fmt.Errorf("wsa: Config.BaseURL is not a URL: %w", err)
-	}
-	if u.User != nil {
-		return errors.New("wsa: Config.BaseURL must not carry credentials; set Username and Password")
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("wsa: Config.BaseURL must be http or https, not %q", u.Scheme)
-	}
-	if u.Host == "" {
-		return errors.New("wsa: Config.BaseURL has no host")
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return errors.New("wsa: Config.BaseURL must not have a query or fragment")
+	for _, f := range []struct{ name, value string }{{"BaseURL", c.BaseURL}, {"RealtimeURL", c.RealtimeURL}} {
+		if err := checkBaseURL(f.name, f.value); err != nil {
+			return err
+		}
 	}
 	if strings.ContainsAny(c.UserAgent, "\r\n") {
 		return errors.New("wsa: Config.UserAgent must be one line")
+	}
+	return nil
+}
+
+// checkBaseURL checks a host URL of the configuration (field name).
+func checkBaseURL(name, value string) error {
+	u, err := url.Parse(value)
+	if err != nil {
+		return fmt.Errorf("wsa: Config.%s is not a URL: %w", name, err)
+	}
+	if u.User != nil {
+		return fmt.Errorf("wsa: Config.%s must not carry credentials; set Username and Password", name)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("wsa: Config.%s must be http or https, not %q", name, u.Scheme)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("wsa: Config.%s has no host", name)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("wsa: Config.%s must not have a query or fragment", name)
 	}
 	return nil
 }
