@@ -64,8 +64,8 @@ func TestQuickStart(t *testing.T) {
 	}
 }
 
-// TestSeedExample is the seed's run-log example: one job whose status check
-// gets a 404, one that faults, one done.
+// TestSeedExample runs the three-payload example of examples/sandbox-rules.json: one job whose status
+// check gets a 404, one that faults, one done.
 func TestSeedExample(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
