@@ -93,9 +93,10 @@ func start(ctx context.Context, cfg Config, dir string) (_ *env, err error) {
 		return nil, err
 	}
 	sub, err := submitter.New(submitter.Config{
-		Conn: subConn, Topology: e.topo, Client: client, Instance: "oxybench", Registerer: e.reg,
-		Pacer:   wsa.PacerConfig{Limit: -1, RenderLimit: -1},
-		Runtime: stage.Config{BatchSize: cfg.SubmitBatch},
+		Stage:    stage.Config{Conn: subConn, Instance: "oxybench", Registerer: e.reg, BatchSize: cfg.SubmitBatch},
+		Topology: e.topo,
+		API:      client,
+		Pacer:    wsa.PacerConfig{Limit: -1, RenderLimit: -1},
 	})
 	if err != nil {
 		return nil, err
@@ -106,6 +107,7 @@ func start(ctx context.Context, cfg Config, dir string) (_ *env, err error) {
 	}
 	pol, err := poller.New(poller.Config{
 		Stage:    stage.Config{Conn: pollConn, Instance: "oxybench", Registerer: e.reg, MaxInFlight: cfg.PollerInFlight},
+		Topology: e.topo,
 		API:      client,
 		Schedule: poller.Schedule{First: cfg.PollFirst, Step: cfg.PollFirst, Until: 10 * cfg.PollFirst},
 	})
@@ -118,8 +120,8 @@ func start(ctx context.Context, cfg Config, dir string) (_ *env, err error) {
 	}
 	wri, err := writer.New(writer.Config{
 		Stage:        stage.Config{Conn: writeConn, Instance: "oxybench", Registerer: e.reg, MaxInFlight: cfg.WriterInFlight},
+		Topology:     e.topo,
 		API:          client,
-		Runs:         e.topo.Runs(),
 		Destinations: destination.Config{Local: destination.LocalConfig{NoSync: cfg.NoSync}},
 	})
 	if err != nil {

@@ -6,10 +6,18 @@ import (
 	"testing"
 
 	"github.com/oxypipe/oxypipe/internal/worker"
+	"github.com/oxypipe/oxypipe/internal/workerspec"
 )
 
 func env(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
+}
+
+// spec is the binary's spec reading getenv.
+func spec(getenv func(string) string) worker.Spec {
+	s := workerspec.Poller(nil)
+	s.Getenv = getenv
+	return s
 }
 
 func TestHelpDocumentsEverySetting(t *testing.T) {
@@ -37,7 +45,7 @@ func TestBadSettingsExitTwoBeforeConnecting(t *testing.T) {
 		"no password":    {map[string]string{"OXY_WSA_USERNAME": "user"}, nil, "poller: the API credentials are missing: set OXY_WSA_USERNAME and OXY_WSA_PASSWORD\n"},
 		"bad pending limit in the environment": {
 			map[string]string{"OXY_WSA_USERNAME": "u", "OXY_WSA_PASSWORD": "p", "OXY_PENDING_LIMIT": "soon"}, nil,
-			"poller: OXY_PENDING_LIMIT: time: invalid duration \"soon\"\n"},
+			"poller: OXY_PENDING_LIMIT=\"soon\" is not a duration\n"},
 		"negative pending limit": {
 			map[string]string{"OXY_WSA_USERNAME": "u", "OXY_WSA_PASSWORD": "p"}, []string{"--pending-limit", "-1s"},
 			"poller: --pending-limit must not be negative, got -1s\n"},

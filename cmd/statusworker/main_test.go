@@ -6,10 +6,18 @@ import (
 	"testing"
 
 	"github.com/oxypipe/oxypipe/internal/worker"
+	"github.com/oxypipe/oxypipe/internal/workerspec"
 )
 
 func env(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
+}
+
+// spec is the binary's spec reading getenv.
+func spec(getenv func(string) string) worker.Spec {
+	s := workerspec.StatusWorker(nil)
+	s.Getenv = getenv
+	return s
 }
 
 func TestHelpDocumentsEverySetting(t *testing.T) {

@@ -377,11 +377,7 @@ func (rc *recoverer) fetchUnfetched(ctx context.Context, client *oxy.Client, cfg
 // sandbox's, or one with the environment's credentials.
 func (rc *recoverer) apiClient(ctx context.Context, client *oxy.Client, cfg oxy.Config) (*wsa.Client, error) {
 	if rc.flags.sandbox {
-		cl, err := client.Cluster(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return cl.API(), nil
+		return client.APIClient(ctx)
 	}
 	return newAPIClient(rc.env, cfg.BaseURL, true)
 }

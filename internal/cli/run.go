@@ -17,7 +17,6 @@ import (
 	"github.com/oxypipe/oxypipe/internal/feeder"
 	"github.com/oxypipe/oxypipe/internal/natsconn"
 	"github.com/oxypipe/oxypipe/internal/redact"
-	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
@@ -320,7 +319,7 @@ func (r *runner) source(input string) (*runSource, error) {
 	}
 	s, err := feeder.ReadJSONL(in, feeder.ReadConfig{Dir: dir})
 	if err != nil {
-		var ie *feeder.InputError
+		var ie *oxytype.InputError
 		if errors.As(err, &ie) {
 			return nil, usageErrorf("%v\nhint: nothing was sent; each line must be one JSON object with a source and an input (url, query, …)", ie)
 		}
@@ -383,7 +382,7 @@ func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
 				cleanup()
 				return cfg, func() {}, usageErrorf("%s must be a positive number", envNATSReplicas)
 			}
-			cfg.Topology.Replicas = n
+			cfg.Replicas = n
 		}
 	}
 	if f.mongoURI != "" {
@@ -410,7 +409,7 @@ func (r *runner) start(ctx context.Context, client *oxy.Client, src *runSource) 
 	if f.resume != "" {
 		run, err := client.Resume(ctx, f.resume, src.source(), opts)
 		if err != nil {
-			if src.Spool == nil && errors.Is(err, feeder.ErrInputMismatch) {
+			if src.Spool == nil && errors.Is(err, oxytype.ErrInputMismatch) {
 				return nil, usageErrorf("no payloads of run %s are kept in %s\nhint: give the run's input file: oxy run --resume %s --state-dir %s FILE", f.resume, f.stateDir, f.resume, f.stateDir)
 			}
 			return nil, startError(err)
@@ -447,10 +446,10 @@ func (r *runner) start(ctx context.Context, client *oxy.Client, src *runSource) 
 // start or be reached is an error (1).
 func startError(err error) error {
 	var (
-		ie  *feeder.InputError
-		rf  *feeder.RunFailedError
+		ie  *oxytype.InputError
+		rf  *oxytype.RunFailedError
 		de  *destination.Error
-		nsw *feeder.NoStatusWorkerError
+		nsw *oxytype.NoStatusWorkerError
 	)
 	switch {
 	case errors.As(err, &ie):
@@ -459,7 +458,7 @@ func startError(err error) error {
 		return usageErrorf("the run log cannot be written, so nothing was sent: %s", rf.Reason)
 	case errors.As(err, &de), errors.Is(err, oxy.ErrNoDestination):
 		return usageErrorf("the destination cannot be written, so nothing was sent: %v", err)
-	case errors.Is(err, oxy.ErrNoCredentials), errors.Is(err, feeder.ErrInputMismatch), errors.Is(err, topology.ErrRunNotFound):
+	case errors.Is(err, oxy.ErrNoCredentials), errors.Is(err, oxytype.ErrInputMismatch), errors.Is(err, oxytype.ErrRunNotFound):
 		return usageError(err)
 	case errors.As(err, &nsw):
 		return fmt.Errorf("%w\nhint: nothing was sent; start a statusworker on this NATS (see deploy/)", nsw)
@@ -470,7 +469,7 @@ func startError(err error) error {
 // serveStatus serves the in-process statusworker's JSON API on
 // --status-addr, for `oxy status RUN --url`.
 func (r *runner) serveStatus(ctx context.Context, client *oxy.Client) (func(), error) {
-	cl, err := client.Cluster(ctx)
+	h, err := client.StatusHandler(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -478,7 +477,6 @@ func (r *runner) serveStatus(ctx context.Context, client *oxy.Client) (func(), e
 	if err != nil {
 		return nil, usageErrorf("--status-addr: %w", err)
 	}
-	h := cl.StatusWorker().Handler()
 	mux := http.NewServeMux()
 	mux.Handle("/runs", h)
 	mux.Handle("/runs/", h)

@@ -12,7 +12,7 @@
 // Nothing bills before every payload has been read. ReadJSONL reads the whole
 // input first (spooling it to a file, so a million payloads cost disk, not
 // memory) and stops at the first line that is not a payload at all, with an
-// *InputError naming the line and the reason; the CLI exits 2 and no request
+// *oxytype.InputError naming the line and the reason; the CLI exits 2 and no request
 // is sent. A bad line is:
 //
 //   - not JSON, or JSON that is not an object (payload.Parse's *LineError),
@@ -32,9 +32,9 @@
 // Announce creates the run's record in the runs bucket and publishes its
 // announcement (topology.AnnounceRun), then waits for a statusworker to write
 // the empty run log and mark the run ready. A run marked failed (the run log
-// cannot be written) returns a *RunFailedError: nothing was fed, nothing
+// cannot be written) returns a *oxytype.RunFailedError: nothing was fed, nothing
 // billed. No answer within Config.ReadyTimeout returns a
-// *NoStatusWorkerError ("no statusworker answered within 30s; is one
+// *oxytype.NoStatusWorkerError ("no statusworker answered within 30s; is one
 // running?").
 //
 // # Feeding

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/oxypipe/oxypipe/internal/feeder"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // Every line is read and checked before anything is announced or sent. A
@@ -24,7 +25,7 @@ func ExampleReadJSONL() {
 	fmt.Println(spool.Len(), "payloads")
 
 	_, err = feeder.ReadJSONL(strings.NewReader(input+`{"source":"universal"}`+"\n"), feeder.ReadConfig{Dir: os.TempDir()})
-	var bad *feeder.InputError
+	var bad *oxytype.InputError
 	fmt.Println(errors.As(err, &bad), bad.Line, err)
 	// Output:
 	// 2 payloads

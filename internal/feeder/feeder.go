@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/oxypipe/oxypipe/internal/procenv"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
@@ -51,10 +51,7 @@ type Config struct {
 // WithDefaults returns c with every unset field filled in.
 func (c Config) WithDefaults() Config {
 	if c.Instance == "" {
-		c.Instance, _ = os.Hostname()
-		if c.Instance == "" {
-			c.Instance = "feeder"
-		}
+		c.Instance = procenv.Hostname()
 	}
 	if c.ReadyTimeout <= 0 {
 		c.ReadyTimeout = DefaultReadyTimeout
@@ -123,9 +120,9 @@ type Announcement struct {
 // Announce announces a run of src's payloads and waits until a statusworker
 // has written its empty run log and marked it ready. It returns the run id.
 //
-// It fails with an *InputError when a payload is larger than the broker
-// accepts (checked before the announcement), a *RunFailedError when the
-// statusworker marked the run failed, and a *NoStatusWorkerError when no
+// It fails with an *oxytype.InputError when a payload is larger than the broker
+// accepts (checked before the announcement), a *oxytype.RunFailedError when the
+// statusworker marked the run failed, and a *oxytype.NoStatusWorkerError when no
 // statusworker answered within Config.ReadyTimeout. In every case nothing was
 // fed and nothing billed; a run that failed or timed out keeps its record
 // (state announced or failed) for inspection.
@@ -165,12 +162,12 @@ func (f *Feeder) waitReady(ctx context.Context, run string) error {
 	})
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return &NoStatusWorkerError{Run: run, Wait: f.cfg.ReadyTimeout}
+			return &oxytype.NoStatusWorkerError{Run: run, Wait: f.cfg.ReadyTimeout}
 		}
 		return fmt.Errorf("feeder: wait for run %s to be ready: %w", run, err)
 	}
 	if ref.Record.State == oxytype.RunStateFailed {
-		return &RunFailedError{Run: run, Reason: ref.Record.Reason}
+		return &oxytype.RunFailedError{Run: run, Reason: ref.Record.Reason}
 	}
 	return nil
 }
@@ -194,7 +191,7 @@ func (f *Feeder) checkSizes(src Source) error {
 			return err
 		}
 		if n := len(p.JSON()); n > limit {
-			return &InputError{Doc: i, Err: fmt.Errorf("%w (%d bytes, at most %d)", ErrTooLarge, n, limit)}
+			return &oxytype.InputError{Doc: i, Err: fmt.Errorf("%w (%d bytes, at most %d)", oxytype.ErrTooLarge, n, limit)}
 		}
 		i++
 	}

@@ -18,10 +18,10 @@ import (
 // run's payloads (the same input, in the same order). See the package
 // documentation for how fed docs are found and why nothing bills twice.
 //
-// It fails with an error wrapping ErrRunCompleted when the run already
-// completed (nothing to feed), ErrInputMismatch when src has another number
-// of payloads than the run, a *RunFailedError for a run that failed to
-// start, and topology.ErrRunNotFound for an unknown run. A run still waiting
+// It fails with an error wrapping oxytype.ErrRunCompleted when the run already
+// completed (nothing to feed), oxytype.ErrInputMismatch when src has another number
+// of payloads than the run, a *oxytype.RunFailedError for a run that failed to
+// start, and oxytype.ErrRunNotFound for an unknown run. A run still waiting
 // for its statusworker is waited for as Announce does.
 func (f *Feeder) Resume(ctx context.Context, run string, src Source) (FeedResult, error) {
 	ref, err := f.cfg.Topology.Runs().Get(ctx, run)
@@ -33,7 +33,7 @@ func (f *Feeder) Resume(ctx context.Context, run string, src Source) (FeedResult
 	}
 	total := ref.Record.Announced.Total
 	if src.Len() != total {
-		return FeedResult{}, fmt.Errorf("feeder: resume run %s: %w: %d payloads given, the run has %d", run, ErrInputMismatch, src.Len(), total)
+		return FeedResult{}, fmt.Errorf("feeder: resume run %s: %w: %d payloads given, the run has %d", run, oxytype.ErrInputMismatch, src.Len(), total)
 	}
 	if ref.Record.State == oxytype.RunStateAnnounced {
 		if err := f.waitReady(ctx, run); err != nil {

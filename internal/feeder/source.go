@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 )
 
@@ -26,16 +27,16 @@ type Source interface {
 	All() iter.Seq2[payload.Payload, error]
 }
 
-// Check returns the reason a payload cannot be fed at all (ErrNoSource,
-// ErrNoInput), or nil. Everything else payload.Validate finds is left to the
+// Check returns the reason a payload cannot be fed at all (oxytype.ErrNoSource,
+// oxytype.ErrNoInput), or nil. Everything else payload.Validate finds is left to the
 // submitter, which records the payload rejected (see the package
 // documentation).
 func Check(p payload.Payload) error {
 	if p.Source() == "" {
-		return ErrNoSource
+		return oxytype.ErrNoSource
 	}
 	if key, _ := p.Input(); key == "" {
-		return ErrNoInput
+		return oxytype.ErrNoInput
 	}
 	return nil
 }
@@ -58,15 +59,15 @@ func (s Slice) All() iter.Seq2[payload.Payload, error] {
 }
 
 // Check checks every payload with Check and against maxBytes (0: no limit),
-// returning an *InputError for the first that cannot be fed.
+// returning an *oxytype.InputError for the first that cannot be fed.
 func (s Slice) Check(maxBytes int) error {
 	for i, p := range s {
 		err := Check(p)
 		if err == nil && maxBytes > 0 && len(p.JSON()) > maxBytes {
-			err = fmt.Errorf("%w (%d bytes, at most %d)", ErrTooLarge, len(p.JSON()), maxBytes)
+			err = fmt.Errorf("%w (%d bytes, at most %d)", oxytype.ErrTooLarge, len(p.JSON()), maxBytes)
 		}
 		if err != nil {
-			return &InputError{Doc: i, Err: err}
+			return &oxytype.InputError{Doc: i, Err: err}
 		}
 	}
 	return nil
@@ -96,7 +97,7 @@ type Spool struct {
 
 // ReadJSONL reads every line of r, checks each payload (see the package
 // documentation) and spools the payloads to a file in cfg.Dir. The first line
-// that cannot be fed ends the read with an *InputError; blank lines are
+// that cannot be fed ends the read with an *oxytype.InputError; blank lines are
 // skipped. Nothing is announced or sent.
 func ReadJSONL(r io.Reader, cfg ReadConfig) (*Spool, error) {
 	if cfg.Dir == "" {
@@ -128,17 +129,17 @@ func ReadJSONL(r io.Reader, cfg ReadConfig) (*Spool, error) {
 		}
 		var le *payload.LineError
 		if errors.As(err, &le) {
-			return fail(&InputError{Line: le.Line, Doc: -1, Err: le.Err})
+			return fail(&oxytype.InputError{Line: le.Line, Doc: -1, Err: le.Err})
 		}
 		if err != nil {
 			return fail(fmt.Errorf("feeder: read input: %w", err))
 		}
 		if err := Check(p); err != nil {
-			return fail(&InputError{Line: line, Doc: s.n, Err: err})
+			return fail(&oxytype.InputError{Line: line, Doc: s.n, Err: err})
 		}
 		b := p.JSON()
 		if cfg.MaxPayloadBytes > 0 && len(b) > cfg.MaxPayloadBytes {
-			return fail(&InputError{Line: line, Doc: s.n, Err: fmt.Errorf("%w (%d bytes, at most %d)", ErrTooLarge, len(b), cfg.MaxPayloadBytes)})
+			return fail(&oxytype.InputError{Line: line, Doc: s.n, Err: fmt.Errorf("%w (%d bytes, at most %d)", oxytype.ErrTooLarge, len(b), cfg.MaxPayloadBytes)})
 		}
 		s.max = max(s.max, len(b))
 		if _, err := w.Write(append(b, '\n')); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/oxypipe/oxypipe/internal/feeder"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 )
 
@@ -89,16 +90,16 @@ func TestReadJSONLStopsAtTheFirstBadLine(t *testing.T) {
 	}{
 		{"not JSON", `{"source":"universal","url":`, nil, "line 3: "},
 		{"not an object", `["universal"]`, payload.ErrNotObject, "line 3: a payload must be a JSON object"},
-		{"no source", `{"url":"https://example.com/"}`, feeder.ErrNoSource, `line 3: the payload has no "source"`},
-		{"a source that is not a string", `{"source":7,"url":"https://example.com/"}`, feeder.ErrNoSource, `line 3: the payload has no "source"`},
-		{"no input", `{"source":"universal","render":"html"}`, feeder.ErrNoInput, "line 3: the payload has no input key"},
-		{"too large", `{"source":"universal","url":"https://example.com/` + strings.Repeat("a", 200) + `"}`, feeder.ErrTooLarge, "line 3: the payload is larger than the broker accepts"},
+		{"no source", `{"url":"https://example.com/"}`, oxytype.ErrNoSource, `line 3: the payload has no "source"`},
+		{"a source that is not a string", `{"source":7,"url":"https://example.com/"}`, oxytype.ErrNoSource, `line 3: the payload has no "source"`},
+		{"no input", `{"source":"universal","render":"html"}`, oxytype.ErrNoInput, "line 3: the payload has no input key"},
+		{"too large", `{"source":"universal","url":"https://example.com/` + strings.Repeat("a", 200) + `"}`, oxytype.ErrTooLarge, "line 3: the payload is larger than the broker accepts"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			_, err := read(t, ok+"\n\n"+tc.line+"\n"+ok+"\n", feeder.ReadConfig{Dir: dir, MaxPayloadBytes: 100})
-			var ie *feeder.InputError
+			var ie *oxytype.InputError
 			if !errors.As(err, &ie) || ie.Line != 3 {
 				t.Fatalf("err = %v", err)
 			}
@@ -129,23 +130,23 @@ func TestSliceCheck(t *testing.T) {
 		t.Errorf("Check = %v", err)
 	}
 	err = feeder.Slice([]payload.Payload{good, noInput}).Check(0)
-	var ie *feeder.InputError
-	if !errors.As(err, &ie) || ie.Doc != 1 || ie.Line != 0 || !errors.Is(err, feeder.ErrNoInput) {
+	var ie *oxytype.InputError
+	if !errors.As(err, &ie) || ie.Doc != 1 || ie.Line != 0 || !errors.Is(err, oxytype.ErrNoInput) {
 		t.Errorf("Check = %v", err)
 	}
-	if err := feeder.Slice([]payload.Payload{good}).Check(10); !errors.Is(err, feeder.ErrTooLarge) {
+	if err := feeder.Slice([]payload.Payload{good}).Check(10); !errors.Is(err, oxytype.ErrTooLarge) {
 		t.Errorf("Check(10) = %v", err)
 	}
 }
 
 func TestErrorTexts(t *testing.T) {
 	t.Parallel()
-	e := &feeder.NoStatusWorkerError{Run: "r", Wait: 30e9}
-	if e.Error() != "no statusworker answered within 30s; is one running?" || !errors.Is(e, feeder.ErrNoStatusWorker) {
+	e := &oxytype.NoStatusWorkerError{Run: "r", Wait: 30e9}
+	if e.Error() != "no statusworker answered within 30s; is one running?" || !errors.Is(e, oxytype.ErrNoStatusWorker) {
 		t.Errorf("%q", e.Error())
 	}
-	f := &feeder.RunFailedError{Run: "r", Reason: "the run log cannot be written to logs: access denied"}
-	if !errors.Is(f, feeder.ErrRunFailed) || f.Error() != "run r failed before anything was submitted: the run log cannot be written to logs: access denied" {
+	f := &oxytype.RunFailedError{Run: "r", Reason: "the run log cannot be written to logs: access denied"}
+	if !errors.Is(f, oxytype.ErrRunFailed) || f.Error() != "run r failed before anything was submitted: the run log cannot be written to logs: access denied" {
 		t.Errorf("%q", f.Error())
 	}
 }

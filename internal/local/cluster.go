@@ -151,55 +151,39 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.ledger == nil {
 		c.ledger, rebuild = jobresults.NewMemoryStore(), true
 	}
-	return c.startStages(ctx, rebuild)
+	return c.startStages(rebuild)
 }
 
 // startStages builds every stage from the same packages the worker binaries
-// use, ensures each one's consumer with its final settings and runs it.
-func (c *Cluster) startStages(ctx context.Context, rebuild bool) error {
+// use and runs it; each stage ensures its own consumer.
+func (c *Cluster) startStages(rebuild bool) error {
 	cfg := c.cfg
 	runtime := func(name string) stage.Config {
 		return stage.Config{Conn: c.nc, Instance: cfg.Instance, Logger: cfg.Logger.Named(name), Registerer: cfg.Registerer, DrainTimeout: cfg.DrainTimeout}
 	}
 
-	sc := submitter.Config{
-		Conn: c.nc, Topology: c.topo, Client: c.api,
-		Runtime:  stage.Config{DrainTimeout: cfg.DrainTimeout},
-		Instance: cfg.Instance, Logger: cfg.Logger.Named("submitter"), Registerer: cfg.Registerer,
-	}
+	sc := submitter.Config{Stage: runtime("submitter"), Topology: c.topo, API: c.api}
 	if cfg.Submitter != nil {
 		cfg.Submitter(&sc)
 	}
-	sc = sc.WithDefaults()
 
-	pc := poller.Config{Stage: runtime("poller"), API: c.api}
+	pc := poller.Config{Stage: runtime("poller"), Topology: c.topo, API: c.api}
 	if cfg.Poller != nil {
 		cfg.Poller(&pc)
 	}
-	pc = pc.WithDefaults()
 
-	wc := writer.Config{Stage: runtime("writer"), API: c.api, Runs: c.topo.Runs(), Destinations: cfg.Destinations}
+	wc := writer.Config{Stage: runtime("writer"), Topology: c.topo, API: c.api, Destinations: cfg.Destinations}
 	if cfg.Writer != nil {
 		cfg.Writer(&wc)
 	}
-	wc = wc.WithDefaults()
 
 	dests := cfg.Destinations
 	swc := statusworker.Config{
-		Conn: c.nc, Topology: c.topo, Ledger: c.ledger, Rebuild: rebuild,
-		DrainTimeout: cfg.DrainTimeout,
-		Destination:  []destination.Option{func(d *destination.Config) { *d = dests }},
-		Instance:     cfg.Instance, Logger: cfg.Logger.Named("statusworker"), Registerer: cfg.Registerer,
+		Stage: runtime("statusworker"), Topology: c.topo, Ledger: c.ledger, Rebuild: rebuild,
+		Destination: []destination.Option{func(d *destination.Config) { *d = dests }},
 	}
 	if cfg.StatusWorker != nil {
 		cfg.StatusWorker(&swc)
-	}
-	swc = swc.WithDefaults()
-
-	for _, s := range []topology.ConsumerSettings{sc.Consumer, pc.Stage.Consumer, wc.Stage.Consumer, swc.Consumer} {
-		if _, err := c.topo.EnsureConsumer(ctx, s); err != nil {
-			return fmt.Errorf("local: %w", err)
-		}
 	}
 
 	sub, err := submitter.New(sc)

@@ -1,7 +1,6 @@
 package pipelinetest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,11 +11,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/spf13/pflag"
-
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/internal/worker"
-	"github.com/oxypipe/oxypipe/pkg/wsa"
+	"github.com/oxypipe/oxypipe/internal/workerspec"
 )
 
 // roleEnv, when set in the environment of this test binary, makes it run
@@ -95,53 +92,19 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
-// workerSpec is the worker binary of a stage, as cmd/<stage> builds it,
+// workerSpec is the worker binary of a stage, the spec cmd/<stage> runs,
 // with the test-sized timings of stages_test.go. The submitter's rate
 // limit per rateWindow comes from OXY_RATE_LIMIT (0 or unset: unlimited).
 func workerSpec(s topology.Stage) worker.Spec {
-	var (
-		api    worker.APIFlags
-		client *wsa.Client
-	)
-	return worker.Spec{
-		Name:    string(s),
-		Summary: "The " + string(s) + " stage with the test timings of internal/pipelinetest.",
-		Flags:   func(fs *pflag.FlagSet) { api.RegisterFlags(fs, os.Getenv) },
-		Check: func() error {
-			var err error
-			client, err = api.Client(os.Getenv)
-			return err
-		},
-		Setup: func(ctx context.Context, env *worker.Env) (worker.Service, error) {
-			rate, _ := strconv.Atoi(os.Getenv("OXY_RATE_LIMIT"))
-			o := stageOptions{rateLimit: rate, ackWait: processAckWait, claimStaleAfter: processClaimStaleAfter}
-			if _, err := env.Topology.EnsureConsumer(ctx, consumer(s, o)); err != nil {
-				return nil, err
-			}
-			switch s {
-			case topology.Submitter:
-				sub, err := newSubmitter(env.Conn, env.Topology, client, env.Instance, env.Log, o)
-				if err != nil {
-					return nil, err
-				}
-				env.AddCheck(string(s), sub)
-				return sub.Run, nil
-			case topology.Poller:
-				p, err := newPoller(env.Conn, client, env.Instance, env.Log, o)
-				if err != nil {
-					return nil, err
-				}
-				env.AddCheck(string(s), p)
-				return p.Run, nil
-			case topology.Writer:
-				w, err := newWriter(env.Conn, env.Topology, client, env.Instance, env.Log, o)
-				if err != nil {
-					return nil, err
-				}
-				env.AddCheck(string(s), w)
-				return w.Run, nil
-			}
-			return nil, worker.Usagef("no worker for stage %q", s)
-		},
+	rate, _ := strconv.Atoi(os.Getenv("OXY_RATE_LIMIT"))
+	o := stageOptions{rateLimit: rate, ackWait: processAckWait, claimStaleAfter: processClaimStaleAfter}
+	switch s {
+	case topology.Submitter:
+		return workerspec.Submitter(tuneSubmitter(o))
+	case topology.Poller:
+		return workerspec.Poller(tunePoller(o))
+	case topology.Writer:
+		return workerspec.Writer(tuneWriter(o))
 	}
+	panic(fmt.Sprintf("no worker for stage %q", s))
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/oxypipe/oxypipe/internal/natsserver/natstest"
@@ -65,13 +64,14 @@ func consumer(s topology.Stage, o stageOptions) topology.ConsumerSettings {
 	return c
 }
 
-// runtime is the stage runtime's test-sized configuration.
-func runtime(nc *nats.Conn, s topology.Stage, instance string, log *zap.Logger, o stageOptions) stage.Config {
-	return stage.Config{
-		Conn: nc, Consumer: consumer(s, o), Instance: instance, Logger: log,
-		FetchWait: 100 * time.Millisecond, WatchdogInterval: 200 * time.Millisecond,
-		DrainTimeout: drainTimeout, BatchLinger: 20 * time.Millisecond, PublishRetryDelay: 200 * time.Millisecond,
-	}
+// runtime gives a stage's runtime configuration (its connection, instance,
+// logger and registry, as the process or the test set them) the
+// test-sized consumer and timings.
+func runtime(rc stage.Config, s topology.Stage, o stageOptions) stage.Config {
+	rc.Consumer = consumer(s, o)
+	rc.FetchWait, rc.WatchdogInterval = 100*time.Millisecond, 200*time.Millisecond
+	rc.DrainTimeout, rc.BatchLinger, rc.PublishRetryDelay = drainTimeout, 20*time.Millisecond, 200*time.Millisecond
+	return rc
 }
 
 // stageOptions are the knobs the tests turn.
@@ -87,44 +87,41 @@ type stageOptions struct {
 	claimStaleAfter time.Duration
 }
 
-// newSubmitter returns a submitter with test timings.
-func newSubmitter(nc *nats.Conn, topo *topology.Topology, api *wsa.Client, instance string, log *zap.Logger, o stageOptions) (*submitter.Submitter, error) {
-	limit := o.rateLimit
-	if limit == 0 {
-		limit = -1
+// tuneSubmitter gives a submitter configured as cmd/submitter configures it
+// the test timings.
+func tuneSubmitter(o stageOptions) func(*submitter.Config) {
+	return func(c *submitter.Config) {
+		limit := o.rateLimit
+		if limit == 0 {
+			limit = -1
+		}
+		c.Stage = runtime(c.Stage, topology.Submitter, o)
+		c.Pacer = wsa.PacerConfig{Limit: limit, RenderLimit: limit, Window: rateWindow, MaxBackoff: 400 * time.Millisecond}
+		c.SubmitTimeout, c.KVTimeout, c.ClaimStaleAfter = 3*time.Second, time.Second, o.claimStaleAfter
+		c.RunStateTTL, c.RateLimitedRetry = 500*time.Millisecond, 50*time.Millisecond
 	}
-	rt := runtime(nc, topology.Submitter, instance, log, o)
-	return submitter.New(submitter.Config{
-		Conn: nc, Topology: topo, Client: api, Consumer: rt.Consumer, Runtime: rt,
-		Pacer:         wsa.PacerConfig{Limit: limit, RenderLimit: limit, Window: rateWindow, MaxBackoff: 400 * time.Millisecond},
-		SubmitTimeout: 3 * time.Second, KVTimeout: time.Second, ClaimStaleAfter: o.claimStaleAfter,
-		RunStateTTL: 500 * time.Millisecond, RateLimitedRetry: 50 * time.Millisecond,
-		Instance: instance, Logger: log,
-	})
 }
 
-// newPoller returns a poller that checks at 100 ms steps up to 1 s, then
-// every 500 ms, and gives a job 30 s (2 minutes under the race detector: a
-// loaded machine's poller may not reach a done job's check in 30 s).
-func newPoller(nc *nats.Conn, api *wsa.Client, instance string, log *zap.Logger, o stageOptions) (*poller.Poller, error) {
-	return poller.New(poller.Config{
-		Stage:        runtime(nc, topology.Poller, instance, log, o),
-		API:          api,
-		Schedule:     poller.Schedule{First: 100 * time.Millisecond, Step: 100 * time.Millisecond, Until: time.Second, Interval: 500 * time.Millisecond},
-		PendingLimit: testutil.Patient(30 * time.Second),
-		Retry:        retry.Policy{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond},
-	})
+// tunePoller gives a poller configured as cmd/poller configures it the test
+// timings: it checks at 100 ms steps up to 1 s, then every 500 ms, and gives
+// a job 30 s (2 minutes under the race detector: a loaded machine's poller
+// may not reach a done job's check in 30 s).
+func tunePoller(o stageOptions) func(*poller.Config) {
+	return func(c *poller.Config) {
+		c.Stage = runtime(c.Stage, topology.Poller, o)
+		c.Schedule = poller.Schedule{First: 100 * time.Millisecond, Step: 100 * time.Millisecond, Until: time.Second, Interval: 500 * time.Millisecond}
+		c.PendingLimit = testutil.Patient(30 * time.Second)
+		c.Retry = retry.Policy{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}
+	}
 }
 
-// newWriter returns a writer with test timings. Local files are not
-// fsynced (the tests never lose power).
-func newWriter(nc *nats.Conn, topo *topology.Topology, api *wsa.Client, instance string, log *zap.Logger, o stageOptions) (*writer.Writer, error) {
-	return writer.New(writer.Config{
-		Stage:        runtime(nc, topology.Writer, instance, log, o),
-		API:          api,
-		Runs:         topo.Runs(),
-		Destinations: destination.Config{Local: destination.LocalConfig{NoSync: true}},
-	})
+// tuneWriter gives a writer configured as cmd/writer configures it the test
+// timings. Local files are not fsynced (the tests never lose power).
+func tuneWriter(o stageOptions) func(*writer.Config) {
+	return func(c *writer.Config) {
+		c.Stage = runtime(c.Stage, topology.Writer, o)
+		c.Destinations = destination.Config{Local: destination.LocalConfig{NoSync: true}}
+	}
 }
 
 // runner is the part of a stage the tests start and stop.
@@ -157,22 +154,24 @@ func inProcess(t *testing.T, cfg emulator.Config, n int, o stageOptions) *broker
 	b := newBroker(t, nc, api, n)
 	log := zap.NewNop()
 	o.ackWait, o.claimStaleAfter = inProcessAckWait, inProcessClaimStaleAfter
-	sub, err := newSubmitter(nc, b.topo, b.client, "submitter-0", log, o)
+	rc := func(instance string) stage.Config { return stage.Config{Conn: nc, Instance: instance, Logger: log} }
+	sc := submitter.Config{Stage: rc("submitter-0"), Topology: b.topo, API: b.client}
+	tuneSubmitter(o)(&sc)
+	sub, err := submitter.New(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := newPoller(nc, b.client, "poller-0", log, o)
+	pc := poller.Config{Stage: rc("poller-0"), Topology: b.topo, API: b.client}
+	tunePoller(o)(&pc)
+	pol, err := poller.New(pc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wri, err := newWriter(nc, b.topo, b.client, "writer-0", log, o)
+	wc := writer.Config{Stage: rc("writer-0"), Topology: b.topo, API: b.client}
+	tuneWriter(o)(&wc)
+	wri, err := writer.New(wc)
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, st := range []topology.Stage{topology.Submitter, topology.Poller, topology.Writer} {
-		if _, err := b.topo.EnsureConsumer(t.Context(), consumer(st, o)); err != nil {
-			t.Fatal(err)
-		}
 	}
 	runStages(t, sub, pol, wri)
 	return b

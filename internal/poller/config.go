@@ -40,10 +40,13 @@ const deliveryMargin = 20
 // Config configures a Poller.
 type Config struct {
 	// Stage configures the runtime the poller runs in. Conn is required.
-	// Consumer defaults to topology.DefaultConsumer(topology.Poller); the
-	// consumer must exist (topology.EnsureConsumer or EnsureAll). Instance,
-	// Logger and Registerer are used by the poller too.
+	// Consumer defaults to topology.DefaultConsumer(topology.Poller); Run
+	// ensures it. Instance, Logger and Registerer are used by the poller too.
 	Stage stage.Config
+
+	// Topology is the ensured topology; the poller's consumer is ensured
+	// with it. Required.
+	Topology *topology.Topology
 
 	// API checks the jobs. Required.
 	API *wsa.Client
@@ -78,6 +81,7 @@ func (c Config) WithDefaults() Config {
 	if c.Stage.Consumer.Stage == "" {
 		c.Stage.Consumer, _ = topology.DefaultConsumer(topology.Poller)
 	}
+	c.Stage = c.Stage.WithDefaults()
 	c.Schedule = c.Schedule.WithDefaults()
 	if c.PendingLimit == 0 {
 		c.PendingLimit = DefaultPendingLimit
@@ -108,6 +112,9 @@ func (c Config) validate() error {
 	}
 	if c.API == nil {
 		return errors.New("poller: Config.API is required")
+	}
+	if c.Topology == nil {
+		return errors.New("poller: Config.Topology is required")
 	}
 	if c.Stage.Consumer.Stage != topology.Poller {
 		return fmt.Errorf("poller: Config.Stage.Consumer is the %q consumer, want %q", c.Stage.Consumer.Stage, topology.Poller)

@@ -60,7 +60,8 @@ func setup(t testing.TB, emu emulator.Config) *fixture {
 		t.Fatal(err)
 	}
 	settings.AckWait = 5 * time.Second
-	if _, err := topology.EnsureAll(t.Context(), js, topology.Config{Storage: jetstream.MemoryStorage}, settings); err != nil {
+	topo, err := topology.EnsureAll(t.Context(), js, topology.Config{Storage: jetstream.MemoryStorage}, settings)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if emu.TimeScale == 0 {
@@ -84,6 +85,7 @@ func setup(t testing.TB, emu emulator.Config) *fixture {
 				FetchWait: 100 * time.Millisecond, WatchdogInterval: 100 * time.Millisecond,
 				DrainTimeout: 5 * time.Second, Registerer: reg,
 			},
+			Topology:     topo,
 			API:          client,
 			Schedule:     fastSchedule(),
 			PendingLimit: 10 * time.Second,

@@ -36,9 +36,6 @@ func New(cfg Config) (*Poller, error) {
 		return nil, fmt.Errorf("poller: metrics: %w", err)
 	}
 	log := cfg.Stage.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
 	p := &Poller{
 		cfg:      cfg,
 		met:      met,
@@ -53,9 +50,15 @@ func New(cfg Config) (*Poller, error) {
 	return p, nil
 }
 
-// Run consumes until ctx is cancelled, then drains and returns nil (see
-// stage.Worker.Run for the other ways it can end). Run may be called once.
-func (p *Poller) Run(ctx context.Context) error { return p.worker.Run(ctx) }
+// Run ensures the poller's consumer, then consumes until ctx is cancelled,
+// drains and returns nil (see stage.Worker.Run for the other ways it can
+// end). Run may be called once.
+func (p *Poller) Run(ctx context.Context) error {
+	if _, err := p.cfg.Topology.EnsureConsumer(ctx, p.worker.Settings()); err != nil {
+		return fmt.Errorf("poller: ensure consumer: %w", err)
+	}
+	return p.worker.Run(ctx)
+}
 
 // Ready implements health.Checker: ready while its consumer is.
 func (p *Poller) Ready() health.Status { return p.worker.Ready() }

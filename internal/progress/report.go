@@ -25,7 +25,7 @@ type IncompleteRunError struct {
 	// Unfetched are the jobs whose results were not written; fetch them by
 	// ID at no cost.
 	Unfetched []Job
-	// Cause is what stopped the run, when it was stopped (see StoppedError).
+	// Cause is what stopped the run, when it was stopped (see oxytype.StoppedError).
 	Cause error
 }
 
@@ -86,21 +86,6 @@ func (e *IncompleteRunError) UnfetchedIDs() []string {
 		ids = append(ids, j.ID)
 	}
 	return ids
-}
-
-// StoppedError is the cause of a run that was stopped before every payload
-// was submitted: by the user (the first Ctrl+C, Run.Stop) or by a stage.
-type StoppedError struct {
-	// Reason is the reason recorded with the stop in the runs bucket.
-	Reason string
-}
-
-// Error implements error.
-func (e *StoppedError) Error() string {
-	if e.Reason == "" {
-		return "the run was stopped"
-	}
-	return "the run was stopped: " + e.Reason
 }
 
 // ReportLines returns the lines of the incomplete-run report for a run's

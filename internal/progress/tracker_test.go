@@ -237,7 +237,7 @@ func TestIncompleteRunErrorIsNilOrStopped(t *testing.T) {
 	if err := progress.NewIncompleteRunError(faulted, nil, true); err != nil {
 		t.Errorf("faulted jobs alone made an error: %v", err)
 	}
-	stop := &progress.StoppedError{Reason: "interrupted"}
+	stop := &oxytype.StoppedError{Reason: "interrupted"}
 	if err := progress.NewIncompleteRunError(faulted, stop, true); err != nil {
 		t.Errorf("a stop that left every payload done or faulted made an error: %v", err)
 	}
@@ -245,7 +245,7 @@ func TestIncompleteRunErrorIsNilOrStopped(t *testing.T) {
 	if err == nil || err.Error() != "the run stopped" {
 		t.Fatalf("error = %v", err)
 	}
-	var se *progress.StoppedError
+	var se *oxytype.StoppedError
 	if !errors.As(err, &se) || se.Reason != "interrupted" {
 		t.Errorf("cause = %v", err.Cause)
 	}

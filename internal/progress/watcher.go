@@ -71,7 +71,7 @@ type Watcher struct {
 	mu        sync.Mutex
 	tracker   *Tracker
 	completed *messages.RunCompleted
-	stopped   *StoppedError
+	stopped   *oxytype.StoppedError
 	fatal     error
 	final     *Progress
 }
@@ -169,7 +169,7 @@ func (w *Watcher) waitCompleted(ctx context.Context, out chan<- completion) {
 	ref, err := w.cfg.Topology.Runs().Wait(ctx, w.cfg.Run, func(rec *messages.RunRecord) bool {
 		if rec.State == oxytype.RunStateStopping {
 			w.mu.Lock()
-			w.stopped = &StoppedError{Reason: rec.Reason}
+			w.stopped = &oxytype.StoppedError{Reason: rec.Reason}
 			w.mu.Unlock()
 		}
 		return rec.State.Terminal()
@@ -186,8 +186,11 @@ func (w *Watcher) waitCompleted(ctx context.Context, out chan<- completion) {
 
 func (w *Watcher) loop(ctx context.Context, js jetstream.JetStream, subject string, events <-chan event, completions <-chan completion) {
 	defer w.cancel()
-	defer close(w.done)
+	// done closes before jobs: a reader that sees the end of jobs (Next's
+	// io.EOF) must find the watch ended, or Err would still answer nil and
+	// an incomplete run would look complete.
 	defer close(w.jobs)
+	defer close(w.done)
 	var (
 		seen    uint64 // stream sequence of the last event applied
 		last    uint64 // the stream's last event of the run when it completed
@@ -219,7 +222,7 @@ func (w *Watcher) loop(ctx context.Context, js jetstream.JetStream, subject stri
 			w.mu.Lock()
 			w.completed = c.rec.Completed
 			if w.stopped == nil && c.rec.Reason != "" {
-				w.stopped = &StoppedError{Reason: c.rec.Reason}
+				w.stopped = &oxytype.StoppedError{Reason: c.rec.Reason}
 			}
 			w.mu.Unlock()
 			last, settled = seq, true
@@ -391,7 +394,7 @@ func (w *Watcher) Completed() *messages.RunCompleted {
 }
 
 // Stopped returns the run's stop, if it was stopped.
-func (w *Watcher) Stopped() *StoppedError {
+func (w *Watcher) Stopped() *oxytype.StoppedError {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.stopped

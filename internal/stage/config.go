@@ -3,13 +3,13 @@ package stage
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/oxypipe/oxypipe/internal/procenv"
 	"github.com/oxypipe/oxypipe/internal/topology"
 )
 
@@ -23,8 +23,8 @@ type Config struct {
 	// exist (topology.EnsureConsumer); while it does not, the worker is
 	// "consumer_lost".
 	Consumer topology.ConsumerSettings
-	// Instance names this replica in status events and logs. Default: the
-	// host name (the pod name in Kubernetes).
+	// Instance names this replica in status events and logs. Default:
+	// procenv.Hostname (the pod name in Kubernetes).
 	Instance string
 	// MaxInFlight bounds the messages this replica holds at once (fetched and
 	// not yet settled). Default min(MaxAckPending, 64), or for a batch handler
@@ -65,35 +65,19 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
-func (c Config) withDefaults(batch bool) (Config, error) {
-	if c.Conn == nil {
-		return c, errors.New("stage: Config.Conn is required")
-	}
-	if err := c.Consumer.Validate(); err != nil {
-		return c, fmt.Errorf("stage: %w", err)
-	}
+// WithDefaults returns c with every unset field that does not depend on
+// the kind of handler filled in (MaxInFlight, and BatchSize's cap, are set
+// by New or NewBatch). A stage calls it to read its Instance and Logger
+// before it builds its Worker.
+func (c Config) WithDefaults() Config {
 	if c.Instance == "" {
-		host, err := os.Hostname()
-		if err != nil || host == "" {
-			host = "unknown"
-		}
-		c.Instance = host
+		c.Instance = procenv.Hostname()
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 100
 	}
 	if c.BatchLinger <= 0 {
 		c.BatchLinger = 20 * time.Millisecond
-	}
-	if c.MaxInFlight <= 0 {
-		c.MaxInFlight = 64
-		if batch {
-			c.MaxInFlight = 2 * c.BatchSize
-		}
-		c.MaxInFlight = min(c.MaxInFlight, c.Consumer.MaxAckPending)
-	}
-	if batch && c.BatchSize > c.MaxInFlight {
-		c.BatchSize = c.MaxInFlight
 	}
 	if c.FetchWait <= 0 {
 		c.FetchWait = time.Second
@@ -121,6 +105,27 @@ func (c Config) withDefaults(batch bool) (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
+func (c Config) withDefaults(batch bool) (Config, error) {
+	if c.Conn == nil {
+		return c, errors.New("stage: Config.Conn is required")
+	}
+	if err := c.Consumer.Validate(); err != nil {
+		return c, fmt.Errorf("stage: %w", err)
+	}
+	c = c.WithDefaults()
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 64
+		if batch {
+			c.MaxInFlight = 2 * c.BatchSize
+		}
+		c.MaxInFlight = min(c.MaxInFlight, c.Consumer.MaxAckPending)
+	}
+	if batch && c.BatchSize > c.MaxInFlight {
+		c.BatchSize = c.MaxInFlight
 	}
 	switch {
 	case c.Heartbeat >= c.Consumer.AckWait:

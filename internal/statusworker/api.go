@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/internal/redact"
-	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
@@ -278,7 +277,7 @@ func (w *StatusWorker) lookup(rw http.ResponseWriter, r *http.Request) (messages
 	}
 	ref, err := w.cfg.Topology.Runs().Get(r.Context(), run)
 	switch {
-	case errors.Is(err, topology.ErrRunNotFound):
+	case errors.Is(err, oxytype.ErrRunNotFound):
 		writeError(rw, http.StatusNotFound, fmt.Sprintf("unknown run %q", run))
 		return messages.RunRecord{}, false
 	case err != nil:

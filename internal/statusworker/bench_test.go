@@ -128,7 +128,7 @@ func BenchmarkPaced(b *testing.B) {
 // re-check defaults) on the test's broker, with a memory ledger.
 func benchConfig(e *env) statusworker.Config {
 	cfg := e.config(jobresults.NewMemoryStore(), nil)
-	cfg.BatchLinger, cfg.FetchWait, cfg.RecheckInterval, cfg.ConfirmInterval = 0, 0, 0, 0
+	cfg.Stage.BatchLinger, cfg.Stage.FetchWait, cfg.RecheckInterval, cfg.ConfirmInterval = 0, 0, 0, 0
 	return cfg
 }
 

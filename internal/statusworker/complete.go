@@ -253,7 +253,7 @@ func (w *StatusWorker) complete(ctx context.Context, rec messages.RunRecord) err
 // the log and the last compare-and-set would still let one win.
 func (w *StatusWorker) ownInstance(c completionClaim) bool {
 	i := strings.LastIndexByte(c.By, '/')
-	return i >= 0 && c.By[:i] == w.cfg.Instance
+	return i >= 0 && c.By[:i] == w.cfg.Stage.Instance
 }
 
 // writeFinalLog writes the run log from the ledger and returns its counts

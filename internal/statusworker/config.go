@@ -3,13 +3,9 @@ package statusworker
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
-
+	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
@@ -20,7 +16,6 @@ import (
 // Defaults of Config.
 const (
 	DefaultBatchSize        = 500
-	DefaultBatchLinger      = 20 * time.Millisecond
 	DefaultRecheckInterval  = 10 * time.Second
 	DefaultConfirmInterval  = time.Minute
 	DefaultMinCheckInterval = 250 * time.Millisecond
@@ -33,11 +28,22 @@ const (
 // ErrInvalidConfig is wrapped by New's error for a Config that cannot work.
 var ErrInvalidConfig = errors.New("statusworker: invalid configuration")
 
-// Config configures a StatusWorker. Conn, Topology and Ledger are required;
-// every other field has a default.
+// Config configures a StatusWorker. Stage.Conn, Topology and Ledger are
+// required; every other field has a default.
 type Config struct {
-	// Conn is the broker connection. The worker does not close it.
-	Conn *nats.Conn
+	// Stage configures the runtime the worker runs in: the broker connection
+	// (not closed by the worker), the consumer, the Instance named in logs,
+	// in the events it records and in its completion claims, the Logger and
+	// Registerer the worker uses too, and the runtime's tuning. Defaults:
+	// Consumer is topology.DefaultConsumer(topology.StatusWorker) with
+	// MaxDeliver 0 (a status event the worker decoded is never
+	// dead-lettered, because the only reason it is not acked is a ledger
+	// failure, which must delay the event, never lose it; a malformed event
+	// is terminated at once, see the package documentation); BatchSize, the
+	// most events written to the ledger in one batch, is DefaultBatchSize;
+	// the rest are the runtime's (MaxInFlight two batches: one being written
+	// while the next fills).
+	Stage stage.Config
 	// Topology is the ensured streams and buckets (topology.Ensure); the
 	// worker ensures its own consumer and reads and changes runs through it.
 	Topology *topology.Topology
@@ -53,35 +59,6 @@ type Config struct {
 	// see only the events its consumer gives it, and its completion checks
 	// would count only those. Several replicas need a shared ledger (Mongo).
 	Rebuild bool
-
-	// Consumer is the durable consumer and its limits. Default
-	// topology.DefaultConsumer(topology.StatusWorker) with MaxDeliver 0:
-	// a status event the worker decoded is never dead-lettered, because the
-	// only reason it is not acked is a ledger failure, which must delay the
-	// event, never lose it (a malformed event is terminated at once, see the
-	// package documentation).
-	Consumer topology.ConsumerSettings
-	// Instance names this replica in logs, in the events it records and in
-	// its completion claims. Default: the host name.
-	Instance string
-	// BatchSize is the most events written to the ledger in one batch.
-	// Default DefaultBatchSize.
-	BatchSize int
-	// BatchLinger is how long a batch waits for more events after its
-	// first. Default DefaultBatchLinger.
-	BatchLinger time.Duration
-	// MaxInFlight bounds the events this replica holds at once. Default
-	// 2×BatchSize (two batches: one being written while the next fills),
-	// at most the consumer's MaxAckPending.
-	MaxInFlight int
-	// FetchWait is how long one pull request waits (and bounds how long
-	// stopping takes). Default 1s.
-	FetchWait time.Duration
-	// WatchdogInterval is how often the consumer is checked. Default 5s.
-	WatchdogInterval time.Duration
-	// DrainTimeout bounds the wait for batches in flight on shutdown.
-	// Default 20s.
-	DrainTimeout time.Duration
 
 	// WriteRetry is the retry policy of one batch's ledger write. Only
 	// errors matching jobresults.ErrTransient are retried. When it gives up,
@@ -145,46 +122,27 @@ type Config struct {
 	// environment's.
 	Destination []destination.Option
 
-	// Logger receives the worker's logs. Default: none.
-	Logger *zap.Logger
-	// Registerer receives the worker's metrics (and its stage runtime's).
-	// Default: no metrics.
-	Registerer prometheus.Registerer
 	// Now is the clock of claims and record times. Default time.Now.
 	Now func() time.Time
 }
 
 // WithDefaults returns a copy of c with every unset field set.
 func (c Config) WithDefaults() Config {
-	if c.Consumer.Stage == "" {
+	if c.Stage.Consumer.Stage == "" {
 		s, err := topology.DefaultConsumer(topology.StatusWorker)
 		if err == nil {
 			s.MaxDeliver = 0
-			c.Consumer = s
+			c.Stage.Consumer = s
 		}
 	}
-	if c.Instance == "" {
-		c.Instance, _ = os.Hostname()
-		if c.Instance == "" {
-			c.Instance = "statusworker"
-		}
+	if c.Stage.BatchSize == 0 {
+		c.Stage.BatchSize = DefaultBatchSize
 	}
-	if c.BatchSize == 0 {
-		c.BatchSize = DefaultBatchSize
-	}
-	if c.BatchLinger == 0 {
-		c.BatchLinger = DefaultBatchLinger
-	}
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 2 * c.BatchSize
-		if m := c.Consumer.MaxAckPending; m > 0 && c.MaxInFlight > m {
-			c.MaxInFlight = m
-		}
-	}
+	c.Stage = c.Stage.WithDefaults()
 	if c.WriteRetry.Max == 0 && c.WriteRetry.Initial == 0 && c.WriteRetry.MaxElapsed == 0 && c.WriteRetry.MaxAttempts == 0 {
 		c.WriteRetry.Initial = 50 * time.Millisecond
 		c.WriteRetry.Max = 2 * time.Second
-		c.WriteRetry.MaxElapsed = c.Consumer.HandlerTimeout / 2
+		c.WriteRetry.MaxElapsed = c.Stage.Consumer.HandlerTimeout / 2
 		if c.WriteRetry.MaxElapsed <= 0 {
 			c.WriteRetry.MaxElapsed = 10 * time.Second
 		}
@@ -216,9 +174,6 @@ func (c Config) WithDefaults() Config {
 	if c.RunRetention == 0 {
 		c.RunRetention = DefaultRunRetention
 	}
-	if c.Logger == nil {
-		c.Logger = zap.NewNop()
-	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -227,8 +182,8 @@ func (c Config) WithDefaults() Config {
 
 func (c Config) validate() error {
 	var errs []error
-	if c.Conn == nil {
-		errs = append(errs, errors.New("config: Conn is required"))
+	if c.Stage.Conn == nil {
+		errs = append(errs, errors.New("config: Stage.Conn is required"))
 	}
 	if c.Topology == nil {
 		errs = append(errs, errors.New("config: Topology is required"))
@@ -236,19 +191,16 @@ func (c Config) validate() error {
 	if c.Ledger == nil {
 		errs = append(errs, errors.New("config: Ledger is required"))
 	}
-	if c.Consumer.Stage != topology.StatusWorker {
-		errs = append(errs, fmt.Errorf("config: Consumer is for stage %q, want %q", c.Consumer.Stage, topology.StatusWorker))
-	} else if err := c.Consumer.Validate(); err != nil {
+	if c.Stage.Consumer.Stage != topology.StatusWorker {
+		errs = append(errs, fmt.Errorf("config: Stage.Consumer is for stage %q, want %q", c.Stage.Consumer.Stage, topology.StatusWorker))
+	} else if err := c.Stage.Consumer.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.BatchSize < 1 {
-		errs = append(errs, fmt.Errorf("BatchSize %d is below 1", c.BatchSize))
-	}
-	if c.MaxInFlight < 1 {
-		errs = append(errs, fmt.Errorf("MaxInFlight %d is below 1", c.MaxInFlight))
+	if c.Stage.BatchSize < 1 {
+		errs = append(errs, fmt.Errorf("Stage.BatchSize %d is below 1", c.Stage.BatchSize))
 	}
 	for name, d := range map[string]time.Duration{
-		"BatchLinger": c.BatchLinger, "RecheckInterval": c.RecheckInterval,
+		"RecheckInterval": c.RecheckInterval,
 		"ConfirmInterval": c.ConfirmInterval, "CompletionLease": c.CompletionLease,
 		"MinCheckInterval": c.MinCheckInterval, "SettleTimeout": c.SettleTimeout, "StopSettle": c.StopSettle,
 		"RunRetention": c.RunRetention,

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/oxypipe/oxypipe/internal/natsserver"
+	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/internal/statusworker"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
@@ -44,7 +45,7 @@ func Example() {
 	}
 
 	sw, err := statusworker.New(statusworker.Config{
-		Conn: nc, Topology: topo, Ledger: jobresults.NewMemoryStore(), Rebuild: true,
+		Stage: stage.Config{Conn: nc}, Topology: topo, Ledger: jobresults.NewMemoryStore(), Rebuild: true,
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/natsserver"
 	"github.com/oxypipe/oxypipe/internal/natsserver/natstest"
+	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/internal/statusworker"
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/internal/topology"
@@ -102,12 +103,15 @@ func (e *env) config(ledger jobresults.Ledger, nc *nats.Conn) statusworker.Confi
 		nc = e.nc
 	}
 	return statusworker.Config{
-		Conn: nc, Topology: e.topo, Ledger: ledger, Consumer: consumer(), Instance: "sw-test",
-		BatchLinger: 5 * time.Millisecond, FetchWait: 100 * time.Millisecond, WatchdogInterval: 50 * time.Millisecond,
-		DrainTimeout: 5 * time.Second, RecheckInterval: 100 * time.Millisecond, ConfirmInterval: 100 * time.Millisecond,
+		Stage: stage.Config{
+			Conn: nc, Consumer: consumer(), Instance: "sw-test", Registerer: prometheus.NewRegistry(),
+			BatchLinger: 5 * time.Millisecond, FetchWait: 100 * time.Millisecond, WatchdogInterval: 50 * time.Millisecond,
+			DrainTimeout: 5 * time.Second,
+		},
+		Topology: e.topo, Ledger: ledger,
+		RecheckInterval: 100 * time.Millisecond, ConfirmInterval: 100 * time.Millisecond,
 		CompletionLease: 10 * time.Second,
 		Destination:     []destination.Option{destination.WithLocal(destination.LocalConfig{NoSync: true})},
-		Registerer:      prometheus.NewRegistry(),
 	}
 }
 
@@ -278,7 +282,7 @@ func counter(t testing.TB, cfg statusworker.Config, name string, labels ...strin
 	for i := 0; i+1 < len(labels); i += 2 {
 		want[labels[i]] = labels[i+1]
 	}
-	return testutil.Metric(t, cfg.Registerer.(*prometheus.Registry), name, want)
+	return testutil.Metric(t, cfg.Stage.Registerer.(*prometheus.Registry), name, want)
 }
 
 // payloadOf is the WSA body of doc n in the seed's example.

@@ -64,8 +64,8 @@ func TestMongoLedger(t *testing.T) {
 	t.Run("two replicas on one Mongo ledger complete a run once", func(t *testing.T) {
 		e := setup(t)
 		cfgA, cfgB := e.config(newStore(), natstest.Connect(t, e.srv)), e.config(newStore(), natstest.Connect(t, e.srv))
-		cfgA.Instance, cfgB.Instance = "sw-a", "sw-b"
-		cfgA.BatchSize, cfgB.BatchSize = 20, 20
+		cfgA.Stage.Instance, cfgB.Stage.Instance = "sw-a", "sw-b"
+		cfgA.Stage.BatchSize, cfgB.Stage.BatchSize = 20, 20
 		a, b := e.start(cfgA), e.start(cfgB)
 		const total = 200
 		run, _ := e.announce(total, e.logDir)

@@ -8,9 +8,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/oxypipe/oxypipe/internal/redact"
-	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/retry"
 )
 
@@ -47,7 +47,7 @@ func (t *tracker) sweepLocked(runs []string) {
 func (w *StatusWorker) forgetRun(ctx context.Context, run string) {
 	ref, err := w.cfg.Topology.Runs().Get(ctx, run)
 	switch {
-	case errors.Is(err, topology.ErrRunNotFound):
+	case errors.Is(err, oxytype.ErrRunNotFound):
 		w.runs.forget(run) // another replica forgot it
 		return
 	case err != nil:

@@ -54,7 +54,7 @@ func (e *env) claims(run string, n int) int {
 func (e *env) forgotten(run string) bool {
 	e.t.Helper()
 	_, err := e.topo.Runs().Get(context.Background(), run)
-	if err != nil && !errors.Is(err, topology.ErrRunNotFound) {
+	if err != nil && !errors.Is(err, oxytype.ErrRunNotFound) {
 		e.t.Fatal(err)
 	}
 	return err != nil

@@ -52,32 +52,20 @@ func New(cfg Config) (*StatusWorker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	met, err := newMetrics(cfg.Registerer)
+	met, err := newMetrics(cfg.Stage.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("statusworker: metrics: %w", err)
 	}
 	w := &StatusWorker{
 		cfg:    cfg,
-		log:    cfg.Logger.With(zap.String("stage", string(topology.StatusWorker))),
+		log:    cfg.Stage.Logger.With(zap.String("stage", string(topology.StatusWorker))),
 		met:    met,
-		actor:  oxytype.Party{Type: string(topology.StatusWorker), Name: cfg.Instance},
-		holder: cfg.Instance + "/" + randomToken(),
+		actor:  oxytype.Party{Type: string(topology.StatusWorker), Name: cfg.Stage.Instance},
+		holder: cfg.Stage.Instance + "/" + randomToken(),
 	}
 	w.rebuildMsg.Store("")
 	w.runs = newTracker(w)
-	sw, err := stage.NewBatch(stage.Config{
-		Conn:             cfg.Conn,
-		Consumer:         cfg.Consumer,
-		Instance:         cfg.Instance,
-		MaxInFlight:      cfg.MaxInFlight,
-		FetchWait:        cfg.FetchWait,
-		BatchSize:        cfg.BatchSize,
-		BatchLinger:      cfg.BatchLinger,
-		DrainTimeout:     cfg.DrainTimeout,
-		WatchdogInterval: cfg.WatchdogInterval,
-		Logger:           cfg.Logger,
-		Registerer:       cfg.Registerer,
-	}, stage.BatchHandlerFunc(w.handleBatch))
+	sw, err := stage.NewBatch(cfg.Stage, stage.BatchHandlerFunc(w.handleBatch))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -94,7 +82,7 @@ func (w *StatusWorker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("statusworker: Run called twice")
 	}
-	cons, err := w.cfg.Topology.EnsureConsumer(ctx, w.cfg.Consumer)
+	cons, err := w.cfg.Topology.EnsureConsumer(ctx, w.stage.Settings())
 	if err != nil {
 		return fmt.Errorf("statusworker: ensure consumer: %w", err)
 	}

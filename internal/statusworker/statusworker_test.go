@@ -174,8 +174,8 @@ func TestTwoReplicasOneCompletion(t *testing.T) {
 	// replica would each see half of the events).
 	store := jobresults.NewMemoryStore()
 	cfgA, cfgB := e.config(store, natstest.Connect(t, e.srv)), e.config(store, natstest.Connect(t, e.srv))
-	cfgA.Instance, cfgB.Instance = "sw-a", "sw-b"
-	cfgA.BatchSize, cfgB.BatchSize = 20, 20
+	cfgA.Stage.Instance, cfgB.Stage.Instance = "sw-a", "sw-b"
+	cfgA.Stage.BatchSize, cfgB.Stage.BatchSize = 20, 20
 	a, b := e.start(cfgA), e.start(cfgB)
 
 	const total = 300
@@ -480,7 +480,7 @@ func TestNoRunStrands(t *testing.T) {
 		flaky := &flakyLedger{Ledger: jobresults.NewMemoryStore()}
 		cfg := e.config(flaky, nil)
 		cfg.WriteRetry.MaxElapsed = 50 * time.Millisecond
-		cfg.BatchSize = 1 // the failing event holds up no other
+		cfg.Stage.BatchSize = 1 // the failing event holds up no other
 		sw := e.start(cfg)
 		run, _ := e.announce(3, e.logDir)
 		// Doc 2's payload event (the only one carrying its payload) is
@@ -642,7 +642,7 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	d := statusworker.Config{}.WithDefaults()
-	if d.Consumer.MaxDeliver != 0 || d.BatchSize != statusworker.DefaultBatchSize || d.RecheckInterval != 10*time.Second || d.MaxInFlight != 2*d.BatchSize {
+	if d.Stage.Consumer.MaxDeliver != 0 || d.Stage.BatchSize != statusworker.DefaultBatchSize || d.RecheckInterval != 10*time.Second || d.Stage.Instance == "" {
 		t.Fatalf("defaults %+v", d)
 	}
 }

@@ -26,7 +26,7 @@ func BenchmarkSubmitter(b *testing.B) {
 				configure: func(c *submitter.Config) {
 					c.Pacer.Limit, c.Pacer.RenderLimit = -1, -1
 					c.DisableBatch = tc.noBatch
-					c.Logger = nil
+					c.Stage.Logger = nil
 				},
 			})
 			for i := range b.N {

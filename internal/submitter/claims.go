@@ -36,7 +36,7 @@ func (s *Submitter) kvContext(ctx context.Context) (context.Context, context.Can
 func (s *Submitter) acquire(ctx context.Context, it *item) (*topology.ClaimRef, error) {
 	now := time.Now().UTC()
 	kctx, cancel := s.kvContext(ctx)
-	ref, err := s.claims.Acquire(kctx, it.env.Run, it.env.Doc, it.env.Attempt, s.cfg.Instance, now)
+	ref, err := s.claims.Acquire(kctx, it.env.Run, it.env.Doc, it.env.Attempt, s.cfg.Stage.Instance, now)
 	cancel()
 	var held *topology.ClaimHeldError
 	switch {
@@ -72,7 +72,7 @@ readBack:
 // ownClaim reports whether c is the claim this process wrote for the item
 // at the time at.
 func (s *Submitter) ownClaim(it *item, c messages.Claim, at time.Time) bool {
-	return c.State == messages.ClaimHeld && c.By == s.cfg.Instance && c.Attempt == it.env.Attempt && c.ClaimedAt.Equal(at)
+	return c.State == messages.ClaimHeld && c.By == s.cfg.Stage.Instance && c.Attempt == it.env.Attempt && c.ClaimedAt.Equal(at)
 }
 
 // isUnconfirmed reports whether c is a claim this process wrote for the
@@ -219,7 +219,7 @@ func (s *Submitter) markSubmitted(ctx context.Context, it *item, jobID string, a
 			*ref = *got
 			continue
 		}
-		if s.cfg.Conn.IsClosed() {
+		if s.cfg.Stage.Conn.IsClosed() {
 			s.log.Error("a job was created but its id cannot be stored under the claim: the broker connection is closed",
 				fields(zap.Error(err))...)
 			return

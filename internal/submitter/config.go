@@ -3,12 +3,7 @@ package submitter
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 
 	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/internal/topology"
@@ -28,27 +23,23 @@ const (
 	DefaultRateLimitedRetry = time.Second
 )
 
-// Config configures a Submitter. Conn, Topology and Client are required;
-// every other field has a default.
+// Config configures a Submitter. Stage.Conn, Topology and API are
+// required; every other field has a default.
 type Config struct {
-	// Conn is the broker connection. The submitter does not close it.
-	Conn *nats.Conn
+	// Stage configures the runtime the submitter runs in: the broker
+	// connection (not closed by the submitter), the consumer (default
+	// topology.DefaultConsumer(topology.Submitter), ensured by Run), the
+	// Instance named in claims, status events and logs, the Logger and
+	// Registerer the submitter uses too, and the runtime's tuning (fetching,
+	// batching, heartbeats, draining). Stage.BatchSize is also the most
+	// payloads one handler call can group into API batches.
+	Stage stage.Config
 	// Topology is the ensured topology: the claims and runs buckets, and the
 	// handle the submitter's consumer is ensured with.
 	Topology *topology.Topology
-	// Client calls the API. Its own Timeout should not be shorter than
+	// API calls the API. Its own Timeout should not be shorter than
 	// SubmitTimeout.
-	Client *wsa.Client
-
-	// Consumer is the submitter's durable consumer and its limits. The zero
-	// value means topology.DefaultConsumer(topology.Submitter); start from
-	// that and change what you need.
-	Consumer topology.ConsumerSettings
-	// Runtime tunes the stage runtime (fetching, batching of messages,
-	// heartbeats, draining). Its Conn, Consumer, Instance, Logger and
-	// Registerer are ignored: they are taken from this Config. Runtime.BatchSize
-	// is also the most payloads one handler call can group into API batches.
-	Runtime stage.Config
+	API *wsa.Client
 
 	// Pacer is the rate budget submissions are paced with: Limit (default
 	// 50 jobs per second) and RenderLimit (default 13) until the API's
@@ -112,22 +103,14 @@ type Config struct {
 	// of the rate limit (the pacer pauses submissions meanwhile). Other
 	// retryable failures follow the consumer's RetryBackoff. Default 1s.
 	RateLimitedRetry time.Duration
-
-	// Instance names this replica in claims, status events and logs.
-	// Default: the host name (the pod name in Kubernetes).
-	Instance string
-	// Logger receives the submitter's logs. Default: none.
-	Logger *zap.Logger
-	// Registerer receives the submitter's and its runtime's metrics.
-	// Default: no metrics.
-	Registerer prometheus.Registerer
 }
 
 // WithDefaults returns c with every unset field filled in.
 func (c Config) WithDefaults() Config {
-	if c.Consumer.Stage == "" {
-		c.Consumer, _ = topology.DefaultConsumer(topology.Submitter)
+	if c.Stage.Consumer.Stage == "" {
+		c.Stage.Consumer, _ = topology.DefaultConsumer(topology.Submitter)
 	}
+	c.Stage = c.Stage.WithDefaults()
 	if c.MaxBatch == 0 {
 		c.MaxBatch = payload.MaxBatch
 	}
@@ -141,11 +124,11 @@ func (c Config) WithDefaults() Config {
 		c.KVTimeout = DefaultKVTimeout
 	}
 	if c.ClaimStaleAfter == 0 {
-		c.ClaimStaleAfter = max(c.Consumer.AckWait, c.Consumer.HandlerTimeout) + DefaultClaimMargin
+		c.ClaimStaleAfter = max(c.Stage.Consumer.AckWait, c.Stage.Consumer.HandlerTimeout) + DefaultClaimMargin
 	}
 	if c.ClaimRecheck == 0 {
 		c.ClaimRecheck = DefaultClaimRecheck
-		if least := leastClaimRecheck(c.ClaimStaleAfter, c.Consumer.MaxDeliver); least > 0 {
+		if least := leastClaimRecheck(c.ClaimStaleAfter, c.Stage.Consumer.MaxDeliver); least > 0 {
 			c.ClaimRecheck = max(least, time.Second)
 		}
 	}
@@ -155,16 +138,6 @@ func (c Config) WithDefaults() Config {
 	if c.RateLimitedRetry == 0 {
 		c.RateLimitedRetry = DefaultRateLimitedRetry
 	}
-	if c.Instance == "" {
-		host, err := os.Hostname()
-		if err != nil || host == "" {
-			host = "unknown"
-		}
-		c.Instance = host
-	}
-	if c.Logger == nil {
-		c.Logger = zap.NewNop()
-	}
 	c.Pacer = c.Pacer.WithDefaults()
 	return c
 }
@@ -172,14 +145,14 @@ func (c Config) WithDefaults() Config {
 // validate checks a configuration that went through WithDefaults.
 func (c Config) validate() error {
 	switch {
-	case c.Conn == nil:
-		return errors.New("submitter: Config.Conn is required")
+	case c.Stage.Conn == nil:
+		return errors.New("submitter: Config.Stage.Conn is required")
 	case c.Topology == nil:
 		return errors.New("submitter: Config.Topology is required")
-	case c.Client == nil:
-		return errors.New("submitter: Config.Client is required")
-	case c.Consumer.Stage != topology.Submitter:
-		return fmt.Errorf("submitter: Config.Consumer is the %q consumer, want %q", c.Consumer.Stage, topology.Submitter)
+	case c.API == nil:
+		return errors.New("submitter: Config.API is required")
+	case c.Stage.Consumer.Stage != topology.Submitter:
+		return fmt.Errorf("submitter: Config.Stage.Consumer is the %q consumer, want %q", c.Stage.Consumer.Stage, topology.Submitter)
 	case c.MaxBatch < 2 || c.MaxBatch > payload.MaxBatch:
 		return fmt.Errorf("submitter: MaxBatch %d is outside 2..%d (use DisableBatch to send payloads singly)", c.MaxBatch, payload.MaxBatch)
 	case c.Concurrency < 1:
@@ -188,15 +161,15 @@ func (c Config) validate() error {
 		c.RunStateTTL < 0 || c.RateLimitedRetry < 0:
 		return errors.New("submitter: durations must not be negative")
 	}
-	if err := c.Consumer.Validate(); err != nil {
+	if err := c.Stage.Consumer.Validate(); err != nil {
 		return fmt.Errorf("submitter: %w", err)
 	}
 	// A handler call must have time to wait for the pacer, then claim the
 	// docs, send one request and record its answer (mark or release the
 	// claim) before its deadline.
-	if need := afterAdmission(c.SubmitTimeout, c.KVTimeout); need >= c.Consumer.HandlerTimeout {
+	if need := afterAdmission(c.SubmitTimeout, c.KVTimeout); need >= c.Stage.Consumer.HandlerTimeout {
 		return fmt.Errorf("submitter: SubmitTimeout %v + 3×KVTimeout %v leaves no time to pace within HandlerTimeout %v",
-			c.SubmitTimeout, c.KVTimeout, c.Consumer.HandlerTimeout)
+			c.SubmitTimeout, c.KVTimeout, c.Stage.Consumer.HandlerTimeout)
 	}
 	// A stopped run is completed from the claims StopSettle after its stop:
 	// a request this submitter starts under a state read before the stop
@@ -208,16 +181,16 @@ func (c Config) validate() error {
 	// A claim younger than a live handler call may still be worked on; one
 	// declared stale too early would turn a submission in progress into an
 	// "outcome unknown".
-	if c.ClaimStaleAfter < c.Consumer.HandlerTimeout {
-		return fmt.Errorf("submitter: ClaimStaleAfter %v is shorter than HandlerTimeout %v", c.ClaimStaleAfter, c.Consumer.HandlerTimeout)
+	if c.ClaimStaleAfter < c.Stage.Consumer.HandlerTimeout {
+		return fmt.Errorf("submitter: ClaimStaleAfter %v is shorter than HandlerTimeout %v", c.ClaimStaleAfter, c.Stage.Consumer.HandlerTimeout)
 	}
 	// A payload that waits for another submitter's claim spends a delivery
 	// per look; it must be able to look until the claim is stale.
-	if md := c.Consumer.MaxDeliver; md > 0 && md <= claimWaitMargin {
+	if md := c.Stage.Consumer.MaxDeliver; md > 0 && md <= claimWaitMargin {
 		return fmt.Errorf("submitter: the consumer's MaxDeliver %d leaves no delivery to wait for a claim another submitter holds; "+
 			"it must be above %d (or 0: no limit)", md, claimWaitMargin)
 	}
-	if md := c.Consumer.MaxDeliver; md > 0 && time.Duration(md)*c.ClaimRecheck < c.ClaimStaleAfter+claimWaitMargin*c.ClaimRecheck {
+	if md := c.Stage.Consumer.MaxDeliver; md > 0 && time.Duration(md)*c.ClaimRecheck < c.ClaimStaleAfter+claimWaitMargin*c.ClaimRecheck {
 		return fmt.Errorf("submitter: MaxDeliver %d × ClaimRecheck %v = %v does not outlast ClaimStaleAfter %v plus %d rechecks: "+
 			"a payload waiting for a live submitter's claim would run out of deliveries before the claim is stale; "+
 			"raise ClaimRecheck to at least %v or the consumer's MaxDeliver",
@@ -240,15 +213,4 @@ func leastClaimRecheck(staleAfter time.Duration, maxDeliver int) time.Duration {
 		return 0
 	}
 	return (staleAfter + looks - 1) / looks
-}
-
-// runtimeConfig is the stage runtime's configuration.
-func (c Config) runtimeConfig() stage.Config {
-	rc := c.Runtime
-	rc.Conn = c.Conn
-	rc.Consumer = c.Consumer
-	rc.Instance = c.Instance
-	rc.Logger = c.Logger
-	rc.Registerer = c.Registerer
-	return rc
 }

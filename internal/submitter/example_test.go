@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/oxypipe/oxypipe/internal/natsserver"
+	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/internal/submitter"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
@@ -43,7 +44,7 @@ func Example() {
 	client, err := wsa.New(wsa.Config{BaseURL: api.URL, Username: api.Username, Password: api.Password})
 	check(err)
 
-	sub, err := submitter.New(submitter.Config{Conn: nc, Topology: topo, Client: client, Instance: "example"})
+	sub, err := submitter.New(submitter.Config{Stage: stage.Config{Conn: nc, Instance: "example"}, Topology: topo, API: client})
 	check(err)
 	go func() { _ = sub.Run(ctx) }()
 

@@ -112,7 +112,7 @@ func TestFaultAnUnreadable202WithAJobIDHeaderIsThatJob(t *testing.T) {
 		t.Fatalf("events = %+v, want the success", evs)
 	}
 	id := evs[0].APIJobID
-	if _, err := e.cfg.Client.Status(context.Background(), id); err != nil {
+	if _, err := e.cfg.API.Status(context.Background(), id); err != nil {
 		t.Fatalf("job %q of the success: %v", id, err)
 	}
 	if e.jobs() != 1 || e.api.Emulator.Stats().FaultsInjected != 1 {
@@ -256,7 +256,7 @@ func TestFaultTheMarkSurvivesAClaimThatCannotBeRead(t *testing.T) {
 		// Short handler calls, so that the fewest deliveries the settings
 		// allow (3) wait out a claim at a few hundred milliseconds each.
 		e := setup(t, options{maxDeliver: 3, configure: func(c *submitter.Config) {
-			c.Consumer.HandlerTimeout, c.SubmitTimeout, c.KVTimeout = 600*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+			c.Stage.Consumer.HandlerTimeout, c.SubmitTimeout, c.KVTimeout = 600*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 			c.ClaimStaleAfter, c.ClaimRecheck = 600*time.Millisecond, 600*time.Millisecond
 		}})
 		// A claim held by a live submitter that stays young throughout: the
@@ -377,7 +377,11 @@ func TestFaultAPayloadNearTheMessageLimitIsRejectedNotUnsubmitted(t *testing.T) 
 	// input over half the broker's 1 MB limit once made it too large to
 	// publish, and the payload was redelivered until it was dead-lettered
 	// as unsubmitted.
-	e := setup(t, options{})
+	// Handling one takes long enough under the race detector on a loaded
+	// machine that heartbeats a third of a 1 s AckWait apart came late and
+	// the payloads were redelivered until they were dead-lettered: this
+	// test is about their size, not about redelivery.
+	e := setup(t, options{ackWait: testutil.Patient(5 * time.Second)})
 	pad := strings.Repeat("x", 540<<10)
 	big := func(source, host string) json.RawMessage {
 		b, _ := json.Marshal(map[string]string{"source": source, "url": "https://" + host + "/?q=" + pad})

@@ -316,7 +316,7 @@ func (s *Submitter) mayRetryUnknown(c messages.Claim) bool {
 func (s *Submitter) takeOver(ctx context.Context, it *item, ref topology.ClaimRef) bool {
 	retry := ref.Claim.State == messages.ClaimUnknown && ref.Claim.Attempt >= it.env.Attempt
 	kctx, cancel := s.kvContext(ctx)
-	claim, err := s.claims.Retake(kctx, ref, it.env.Attempt, s.cfg.Instance, time.Now().UTC(), retry)
+	claim, err := s.claims.Retake(kctx, ref, it.env.Attempt, s.cfg.Stage.Instance, time.Now().UTC(), retry)
 	cancel()
 	if err != nil {
 		it.res = s.retry(ctx, it, 0, "could not claim the payload again: "+err.Error(), nil, err)

@@ -38,7 +38,9 @@ type options struct {
 	emulator   emulator.Config
 	password   string // the client's password; default the emulator's
 	maxDeliver int
-	configure  func(*submitter.Config)
+	// ackWait replaces the consumer's test-sized AckWait of 1 s.
+	ackWait   time.Duration
+	configure func(*submitter.Config)
 	// proxy, when set, stands between the client and the emulator (to
 	// change an answer the emulator cannot give).
 	proxy func(api http.Handler) http.Handler
@@ -83,6 +85,9 @@ func setup(t testing.TB, o options) *env {
 		o.maxDeliver = 5
 	}
 	cs := consumer(o.maxDeliver)
+	if o.ackWait > 0 {
+		cs.AckWait = o.ackWait
+	}
 	topo, err := topology.EnsureAll(context.Background(), js, topology.Config{}, cs)
 	if err != nil {
 		t.Fatal(err)
@@ -111,15 +116,15 @@ func setup(t testing.TB, o options) *env {
 	core, logs := observer.New(zap.DebugLevel)
 	reg := prometheus.NewRegistry()
 	cfg := submitter.Config{
-		Conn: nc, Topology: topo, Client: client, Consumer: cs,
-		Runtime: stage.Config{
+		Topology: topo, API: client,
+		Stage: stage.Config{
+			Conn: nc, Consumer: cs, Instance: "test-pod", Logger: zap.New(core), Registerer: reg,
 			FetchWait: 100 * time.Millisecond, WatchdogInterval: 50 * time.Millisecond,
 			DrainTimeout: 5 * time.Second, BatchLinger: 50 * time.Millisecond,
 		},
 		Pacer:         wsa.PacerConfig{Window: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
 		SubmitTimeout: 3 * time.Second, KVTimeout: time.Second,
 		ClaimStaleAfter: cs.HandlerTimeout, RateLimitedRetry: 50 * time.Millisecond,
-		Instance: "test-pod", Logger: zap.New(core), Registerer: reg,
 	}
 	if o.configure != nil {
 		o.configure(&cfg)

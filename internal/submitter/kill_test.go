@@ -112,15 +112,15 @@ func (k *killSetup) submitter(name string, pacer wsa.PacerConfig) (*submitter.Su
 	}
 	core, _ := observer.New(zap.DebugLevel)
 	sub, err := submitter.New(submitter.Config{
-		Conn: nc, Topology: topo, Client: k.api, Consumer: k.cs,
-		Runtime: stage.Config{
+		Topology: topo, API: k.api,
+		Stage: stage.Config{
+			Conn: nc, Consumer: k.cs, Instance: name, Logger: zap.New(core), Registerer: prometheus.NewRegistry(),
 			FetchWait: 100 * time.Millisecond, WatchdogInterval: 50 * time.Millisecond,
 			DrainTimeout: 5 * time.Second, BatchLinger: 50 * time.Millisecond,
 		},
 		Pacer: pacer, DisableBatch: true,
 		SubmitTimeout: 2 * time.Second, KVTimeout: 250 * time.Millisecond,
 		ClaimStaleAfter: k.cs.HandlerTimeout, ClaimRecheck: 250 * time.Millisecond, RateLimitedRetry: 50 * time.Millisecond,
-		Instance: name, Logger: zap.New(core), Registerer: prometheus.NewRegistry(),
 	})
 	if err != nil {
 		k.t.Fatal(err)

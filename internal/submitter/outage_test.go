@@ -102,14 +102,14 @@ func TestFaultAJobIDSurvivesABrokerOutageAndADrain(t *testing.T) {
 	}
 	core, logs := observer.New(zap.DebugLevel)
 	sub, err := submitter.New(submitter.Config{
-		Conn: nc, Topology: topo, Client: api, Consumer: cs,
-		Runtime: stage.Config{
+		Topology: topo, API: api,
+		Stage: stage.Config{
+			Conn: nc, Consumer: cs, Instance: "pod", Logger: zap.New(core), Registerer: prometheus.NewRegistry(),
 			FetchWait: 100 * time.Millisecond, WatchdogInterval: 50 * time.Millisecond,
 			DrainTimeout: 300 * time.Millisecond, BatchLinger: 20 * time.Millisecond,
 		},
 		Pacer:         wsa.PacerConfig{Window: 100 * time.Millisecond},
 		SubmitTimeout: 2 * time.Second, KVTimeout: 250 * time.Millisecond, DisableBatch: true,
-		Instance: "pod", Logger: zap.New(core), Registerer: prometheus.NewRegistry(),
 	})
 	if err != nil {
 		t.Fatal(err)

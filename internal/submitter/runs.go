@@ -86,7 +86,7 @@ func (r *runStates) view(ctx context.Context, run string) (runView, error) {
 	ref, err := r.runs.Get(kctx, run)
 	var v runView
 	switch {
-	case errors.Is(err, topology.ErrRunNotFound):
+	case errors.Is(err, oxytype.ErrRunNotFound):
 		r.mu.Lock()
 		warn := !r.missing[run]
 		r.missing[run] = true
@@ -135,7 +135,7 @@ func (r *runStates) stop(ctx context.Context, run, reason string) {
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.kvTimeout)
 	defer cancel()
 	_, err := r.runs.Stop(kctx, run, topology.StopRequest{Cause: messages.StopBySubmission, Reason: reason})
-	if err != nil && !errors.Is(err, topology.ErrRunNotFound) {
+	if err != nil && !errors.Is(err, oxytype.ErrRunNotFound) {
 		r.log.Warn("could not mark the run stopping in the runs bucket; only this submitter stops",
 			zap.String("run", run), zap.Error(err))
 	}

@@ -65,7 +65,7 @@ func TestFaultAHeldClaimIsNotDeadLetteredBeforeItIsStale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		job, _, err := e.cfg.Client.Submit(ctx, p)
+		job, _, err := e.cfg.API.Submit(ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,8 +139,8 @@ func TestFaultSettingsRefuseAConsumerThatCannotWaitOutAClaim(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := e.cfg
-			cfg.Registerer = nil
-			cfg.Consumer.MaxDeliver = tc.maxDeliver
+			cfg.Stage.Registerer = nil
+			cfg.Stage.Consumer.MaxDeliver = tc.maxDeliver
 			cfg.ClaimRecheck = tc.recheck
 			_, err := submitter.New(cfg)
 			if err == nil || err.Error() != tc.want {
@@ -150,11 +150,11 @@ func TestFaultSettingsRefuseAConsumerThatCannotWaitOutAClaim(t *testing.T) {
 	}
 	t.Run("the defaults wait out the staleness limit", func(t *testing.T) {
 		cfg := submitter.Config{}.WithDefaults()
-		if cfg.ClaimStaleAfter != 150*time.Second || cfg.ClaimRecheck != 18750*time.Millisecond || cfg.Consumer.MaxDeliver != 10 {
-			t.Fatalf("defaults: ClaimStaleAfter %v, ClaimRecheck %v, MaxDeliver %d", cfg.ClaimStaleAfter, cfg.ClaimRecheck, cfg.Consumer.MaxDeliver)
+		if cfg.ClaimStaleAfter != 150*time.Second || cfg.ClaimRecheck != 18750*time.Millisecond || cfg.Stage.Consumer.MaxDeliver != 10 {
+			t.Fatalf("defaults: ClaimStaleAfter %v, ClaimRecheck %v, MaxDeliver %d", cfg.ClaimStaleAfter, cfg.ClaimRecheck, cfg.Stage.Consumer.MaxDeliver)
 		}
 		cfg = e.cfg
-		cfg.Registerer = nil
+		cfg.Stage.Registerer = nil
 		cfg.ClaimRecheck = 0
 		cfg = cfg.WithDefaults()
 		if _, err := submitter.New(cfg); err != nil {
@@ -174,7 +174,7 @@ func TestFaultAClaimWhoseAnswerWasLostIsTakenBackNotAnUnknownOutcome(t *testing.
 	e := setup(t, options{})
 	at := time.Now().UTC()
 	// What the lost create wrote.
-	if _, err := e.topo.Claims().Acquire(context.Background(), run, "0", 0, e.cfg.Instance, at); err != nil {
+	if _, err := e.topo.Claims().Acquire(context.Background(), run, "0", 0, e.cfg.Stage.Instance, at); err != nil {
 		t.Fatal(err)
 	}
 	submitter.LoseClaimAnswer(e.sub, run, "0", at)
@@ -183,7 +183,7 @@ func TestFaultAClaimWhoseAnswerWasLostIsTakenBackNotAnUnknownOutcome(t *testing.
 	// bucket is still recognised as this process's.
 	submitter.LoseClaimAnswer(e.sub, run, "0", at.Add(time.Second))
 	// Another submitter's claim of the same age is still waited for.
-	if _, err := e.topo.Claims().Acquire(context.Background(), run, "1", 0, e.cfg.Instance+"-other", at); err != nil {
+	if _, err := e.topo.Claims().Acquire(context.Background(), run, "1", 0, e.cfg.Stage.Instance+"-other", at); err != nil {
 		t.Fatal(err)
 	}
 	e.feedUniversal(0, 2)

@@ -51,16 +51,16 @@ func New(cfg Config) (*Submitter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("submitter: %w", err)
 	}
-	met, err := newMetrics(cfg.Registerer)
+	met, err := newMetrics(cfg.Stage.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("submitter: metrics: %w", err)
 	}
 	s := &Submitter{
-		cfg: cfg, log: cfg.Logger.With(zap.String("stage", string(topology.Submitter))),
-		client: cfg.Client, pacer: pacer, claims: cfg.Topology.Claims(), met: met,
+		cfg: cfg, log: cfg.Stage.Logger.With(zap.String("stage", string(topology.Submitter))),
+		client: cfg.API, pacer: pacer, claims: cfg.Topology.Claims(), met: met,
 	}
 	s.runs = newRunStates(cfg.Topology.Runs(), cfg.RunStateTTL, cfg.KVTimeout, s.log)
-	w, err := stage.NewBatch(cfg.runtimeConfig(), handler{s})
+	w, err := stage.NewBatch(cfg.Stage, handler{s})
 	if err != nil {
 		return nil, fmt.Errorf("submitter: %w", err)
 	}

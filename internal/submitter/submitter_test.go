@@ -593,16 +593,16 @@ func TestConfigValidation(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{})
 	for name, change := range map[string]func(*submitter.Config){
-		"no client":                func(c *submitter.Config) { c.Client = nil },
+		"no API client":            func(c *submitter.Config) { c.API = nil },
 		"no topology":              func(c *submitter.Config) { c.Topology = nil },
 		"batch of one":             func(c *submitter.Config) { c.MaxBatch = 1 },
 		"batch above 5000":         func(c *submitter.Config) { c.MaxBatch = 5001 },
-		"request outlasts call":    func(c *submitter.Config) { c.SubmitTimeout = c.Consumer.HandlerTimeout },
+		"request outlasts call":    func(c *submitter.Config) { c.SubmitTimeout = c.Stage.Consumer.HandlerTimeout },
 		"claims go stale early":    func(c *submitter.Config) { c.ClaimStaleAfter = time.Second },
-		"another stage's settings": func(c *submitter.Config) { c.Consumer.Stage = "poller" },
+		"another stage's settings": func(c *submitter.Config) { c.Stage.Consumer.Stage = "poller" },
 	} {
 		cfg := e.cfg
-		cfg.Registerer = nil
+		cfg.Stage.Registerer = nil
 		change(&cfg)
 		if _, err := submitter.New(cfg); err == nil {
 			t.Errorf("%s: New accepted the config", name)

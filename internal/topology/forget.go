@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // ErrRunOpen is returned by ForgetRun for a run that has not finished.
@@ -75,7 +76,7 @@ func (r *Runs) forget(ctx context.Context, ref *RunRef) error {
 	err := r.kv.Purge(ctx, messages.RunKey(run), jetstream.LastRevision(ref.Revision))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
-		if _, gerr := r.Get(ctx, run); !errors.Is(gerr, ErrRunNotFound) {
+		if _, gerr := r.Get(ctx, run); !errors.Is(gerr, oxytype.ErrRunNotFound) {
 			return fmt.Errorf("%w on run %s", ErrConflict, run)
 		}
 	case err != nil:

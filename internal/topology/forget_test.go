@@ -118,7 +118,7 @@ func TestForgetRun(t *testing.T) {
 				t.Errorf("%s still holds %d messages of the forgotten run", stream, n)
 			}
 		}
-		if _, err := topo.Runs().Get(ctx, finished); !errors.Is(err, topology.ErrRunNotFound) {
+		if _, err := topo.Runs().Get(ctx, finished); !errors.Is(err, oxytype.ErrRunNotFound) {
 			t.Errorf("Get of the forgotten run = %v", err)
 		}
 		want := map[string]uint64{topology.StreamPayloads: 1, topology.StreamStatus: 1, topology.StreamRuns: 2,

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
@@ -36,8 +37,32 @@ const (
 	StatusWorker Stage = "statusworker"
 )
 
+// stageTable is every stage's default consumer, in pipeline order: the one
+// list Stages and DefaultConsumer read (the table in the package
+// documentation). A new stage is one more entry here.
+var stageTable = func() []ConsumerSettings {
+	fast := []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}
+	slow := []time.Duration{time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute}
+	return []ConsumerSettings{
+		{Stage: Submitter, Stream: StreamPayloads, FilterSubject: messages.AllPayloads, InputDataType: oxytype.DataPayload,
+			AckWait: time.Minute, MaxAckPending: 5000, MaxDeliver: 10, RetryBackoff: slow, HandlerTimeout: 2 * time.Minute},
+		{Stage: Poller, Stream: StreamSubmitted, FilterSubject: messages.AllSubmitted, InputDataType: oxytype.DataSubmitted,
+			AckWait: 30 * time.Second, MaxAckPending: 20000, MaxDeliver: 2000, RetryBackoff: fast, HandlerTimeout: 30 * time.Second},
+		{Stage: Writer, Stream: StreamDone, FilterSubject: messages.AllDone, InputDataType: oxytype.DataDone,
+			AckWait: time.Minute, MaxAckPending: 256, MaxDeliver: 10, RetryBackoff: slow, HandlerTimeout: 5 * time.Minute},
+		{Stage: StatusWorker, Stream: StreamStatus, FilterSubject: messages.AllStatus, InputDataType: oxytype.DataStatus,
+			AckWait: 30 * time.Second, MaxAckPending: 10000, MaxDeliver: 20, RetryBackoff: fast, HandlerTimeout: 30 * time.Second},
+	}
+}()
+
 // Stages lists the stages in pipeline order.
-func Stages() []Stage { return []Stage{Submitter, Poller, Writer, StatusWorker} }
+func Stages() []Stage {
+	out := make([]Stage, len(stageTable))
+	for i, s := range stageTable {
+		out[i] = s.Stage
+	}
+	return out
+}
 
 // ConsumerSettings describes one stage's durable consumer and the limits the
 // stage runtime applies to it. Start from [DefaultConsumer] and change what
@@ -71,23 +96,13 @@ type ConsumerSettings struct {
 // DefaultConsumer returns the default settings of a stage's consumer (the
 // table in the package documentation), or an error for an unknown stage.
 func DefaultConsumer(stage Stage) (ConsumerSettings, error) {
-	fast := []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}
-	slow := []time.Duration{time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute}
-	switch stage {
-	case Submitter:
-		return ConsumerSettings{Stage: stage, Stream: StreamPayloads, FilterSubject: messages.AllPayloads, InputDataType: oxytype.DataPayload,
-			AckWait: time.Minute, MaxAckPending: 5000, MaxDeliver: 10, RetryBackoff: slow, HandlerTimeout: 2 * time.Minute}, nil
-	case Poller:
-		return ConsumerSettings{Stage: stage, Stream: StreamSubmitted, FilterSubject: messages.AllSubmitted, InputDataType: oxytype.DataSubmitted,
-			AckWait: 30 * time.Second, MaxAckPending: 20000, MaxDeliver: 2000, RetryBackoff: fast, HandlerTimeout: 30 * time.Second}, nil
-	case Writer:
-		return ConsumerSettings{Stage: stage, Stream: StreamDone, FilterSubject: messages.AllDone, InputDataType: oxytype.DataDone,
-			AckWait: time.Minute, MaxAckPending: 256, MaxDeliver: 10, RetryBackoff: slow, HandlerTimeout: 5 * time.Minute}, nil
-	case StatusWorker:
-		return ConsumerSettings{Stage: stage, Stream: StreamStatus, FilterSubject: messages.AllStatus, InputDataType: oxytype.DataStatus,
-			AckWait: 30 * time.Second, MaxAckPending: 10000, MaxDeliver: 20, RetryBackoff: fast, HandlerTimeout: 30 * time.Second}, nil
+	for _, s := range stageTable {
+		if s.Stage == stage {
+			s.RetryBackoff = slices.Clone(s.RetryBackoff)
+			return s, nil
+		}
 	}
-	return ConsumerSettings{}, fmt.Errorf("topology: unknown stage %q (want submitter, poller, writer or statusworker)", stage)
+	return ConsumerSettings{}, fmt.Errorf("topology: unknown stage %q (want one of %v)", stage, Stages())
 }
 
 // Validate checks that the settings can be used.

@@ -17,8 +17,6 @@ import (
 var (
 	// ErrRunExists: a run with this id was already created.
 	ErrRunExists = errors.New("topology: run exists")
-	// ErrRunNotFound: no record for this run.
-	ErrRunNotFound = errors.New("topology: run not found")
 )
 
 // RunRef is a run record as read, with the revision a compare-and-set must
@@ -52,11 +50,11 @@ func (r *Runs) Create(ctx context.Context, rec messages.RunRecord) (*RunRef, err
 	return &RunRef{Record: rec, Revision: rev}, nil
 }
 
-// Get returns a run's record, or ErrRunNotFound.
+// Get returns a run's record, or oxytype.ErrRunNotFound.
 func (r *Runs) Get(ctx context.Context, run string) (*RunRef, error) {
 	e, err := r.kv.Get(ctx, messages.RunKey(run))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, fmt.Errorf("%w: %s", ErrRunNotFound, run)
+		return nil, fmt.Errorf("topology: %w: %s", oxytype.ErrRunNotFound, run)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("topology: run %s: %w", run, err)

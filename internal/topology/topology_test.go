@@ -464,7 +464,7 @@ func TestRuns(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("the waiter did not see the completion")
 		}
-		if _, err := topo.Runs().Get(ctx, "20200101T000000.000Z"); !errors.Is(err, topology.ErrRunNotFound) {
+		if _, err := topo.Runs().Get(ctx, "20200101T000000.000Z"); !errors.Is(err, oxytype.ErrRunNotFound) {
 			t.Fatalf("Get of an unknown run = %v", err)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/oxypipe/oxypipe/internal/procenv"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -17,21 +18,17 @@ type APIFlags struct {
 	URL string
 }
 
-// RegisterFlags adds --api-url to fs; getenv reads the environment.
-func (a *APIFlags) RegisterFlags(fs *pflag.FlagSet, getenv func(string) string) {
-	def := getenv("OXY_API_URL")
-	if def == "" {
-		def = wsa.DefaultBaseURL
-	}
-	fs.StringVar(&a.URL, "api-url", def,
+// RegisterFlags adds --api-url to fs, with env's OXY_API_URL as its default.
+func (a *APIFlags) RegisterFlags(fs *pflag.FlagSet, env *procenv.Env) {
+	fs.StringVar(&a.URL, "api-url", env.String("OXY_API_URL", wsa.DefaultBaseURL),
 		"base URL of the Web Scraper API, e.g. an emulator's (env OXY_API_URL); "+
 			"the credentials only from env OXY_WSA_USERNAME and OXY_WSA_PASSWORD")
 }
 
 // Client builds the API client. Missing credentials and a bad URL are usage
 // errors (exit 2); use it in Spec.Check so they fail before anything connects.
-func (a *APIFlags) Client(getenv func(string) string) (*wsa.Client, error) {
-	user, pass := getenv("OXY_WSA_USERNAME"), getenv("OXY_WSA_PASSWORD")
+func (a *APIFlags) Client(env *procenv.Env) (*wsa.Client, error) {
+	user, pass := env.Get("OXY_WSA_USERNAME"), env.Get("OXY_WSA_PASSWORD")
 	if user == "" || pass == "" {
 		return nil, Usagef("the API credentials are missing: set OXY_WSA_USERNAME and OXY_WSA_PASSWORD")
 	}

@@ -7,9 +7,15 @@
 //
 //	func main() { os.Exit(worker.Main(os.Args[1:], spec)) }
 //
-// where spec names the stage, adds its own flags and builds its service from
-// an Env. The stage packages themselves know nothing of processes, so the
-// same stage code also runs inside `oxy run`, several stages in one process.
+// where spec (package workerspec) names the stage, adds its own flags and
+// builds its service from an Env: Env.Stage is the stage's runtime
+// configuration, Env.Serve its health checks and Run. The stage packages
+// themselves know nothing of processes, so the same stage code also runs
+// inside `oxy run`, several stages in one process.
+//
+// Settings come from flags whose defaults are read from the environment by
+// package procenv: a malformed environment value exits 2, naming the
+// variable, instead of being ignored.
 //
 // Exit codes: 0 after a clean drain (SIGTERM, SIGINT), 1 when the service
 // fails (for example the consumer watchdog gives up, so the orchestrator

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +23,8 @@ import (
 	"github.com/oxypipe/oxypipe/internal/health"
 	"github.com/oxypipe/oxypipe/internal/logging"
 	"github.com/oxypipe/oxypipe/internal/natsconn"
+	"github.com/oxypipe/oxypipe/internal/procenv"
+	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/internal/topology"
 )
 
@@ -48,15 +49,14 @@ type Config struct {
 	ShutdownTimeout time.Duration
 }
 
-// RegisterFlags adds the common flags to fs with the environment's values as
-// defaults.
-func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+// RegisterFlags adds the common flags to fs with env's values as defaults
+// (a malformed one is reported by env.Err).
+func (c *Config) RegisterFlags(fs *pflag.FlagSet, env *procenv.Env) {
 	c.NATS.RegisterFlags(fs)
-	fs.StringVar(&c.HTTPAddr, "http-addr", envOr("OXY_HTTP_ADDR", health.DefaultAddr), "address of /live, /ready and /metrics (env OXY_HTTP_ADDR)")
-	fs.StringVar(&c.LogLevel, "log-level", envOr("OXY_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env OXY_LOG_LEVEL)")
-	replicas, _ := strconv.Atoi(os.Getenv("OXY_NATS_REPLICAS"))
-	fs.IntVar(&c.Replicas, "nats-replicas", replicas, "replicas of the streams and buckets created at start-up (env OXY_NATS_REPLICAS; default 1)")
-	fs.StringVar(&c.Instance, "instance", os.Getenv("OXY_INSTANCE"), "name of this replica in logs and status events (env OXY_INSTANCE; default the host name)")
+	fs.StringVar(&c.HTTPAddr, "http-addr", env.String("OXY_HTTP_ADDR", health.DefaultAddr), "address of /live, /ready and /metrics (env OXY_HTTP_ADDR)")
+	fs.StringVar(&c.LogLevel, "log-level", env.String("OXY_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env OXY_LOG_LEVEL)")
+	fs.IntVar(&c.Replicas, "nats-replicas", env.Int("OXY_NATS_REPLICAS", 0), "replicas of the streams and buckets created at start-up (env OXY_NATS_REPLICAS; default 1)")
+	fs.StringVar(&c.Instance, "instance", env.Get("OXY_INSTANCE"), "name of this replica in logs and status events (env OXY_INSTANCE; default the host name)")
 }
 
 // WithDefaults fills unset fields.
@@ -71,7 +71,7 @@ func (c Config) WithDefaults() Config {
 		c.Replicas = 1
 	}
 	if c.Instance == "" {
-		c.Instance, _ = os.Hostname()
+		c.Instance = procenv.Hostname()
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 5 * time.Second
@@ -109,6 +109,26 @@ type Env struct {
 // AddCheck reports c on /live and /ready under name.
 func (e *Env) AddCheck(name string, c health.Checker) { e.checks[name] = c }
 
+// Stage is the runtime configuration a stage of this process runs with:
+// its connection, its instance name, its logger and its metrics registry.
+// The stage fills in its own consumer.
+func (e *Env) Stage() stage.Config {
+	return stage.Config{Conn: e.Conn, Instance: e.Instance, Logger: e.Log, Registerer: e.Registry}
+}
+
+// Runner is a stage as a worker serves it.
+type Runner interface {
+	health.Checker
+	Run(ctx context.Context) error
+}
+
+// Serve reports r on /live and /ready under name and returns its Run as the
+// service.
+func (e *Env) Serve(name string, r Runner) Service {
+	e.AddCheck(name, r)
+	return r.Run
+}
+
 // Handle serves h on the worker's HTTP port (for example the statusworker's
 // JSON API).
 func (e *Env) Handle(pattern string, h http.Handler) { e.routes[pattern] = h }
@@ -123,13 +143,16 @@ type Spec struct {
 	Name string
 	// Summary is one paragraph for --help: what the worker does.
 	Summary string
-	// Flags adds the worker's own flags (read the environment for their
-	// defaults). Optional.
-	Flags func(fs *pflag.FlagSet)
+	// Getenv reads the environment. Default os.Getenv; tests give a map.
+	Getenv func(string) string
+	// Flags adds the worker's own flags, with env's values as their
+	// defaults. A malformed environment value exits 2, naming the variable,
+	// before Check. Optional.
+	Flags func(fs *pflag.FlagSet, env *procenv.Env)
 	// Check validates the worker's own settings after the flags are parsed
 	// and before anything connects, so a missing credential exits 2 at once
 	// even when the broker is down. An error exits 2. Optional.
-	Check func() error
+	Check func(env *procenv.Env) error
 	// Setup validates the worker's own settings and builds its service.
 	// An error wrapping ErrUsage exits 2; any other error exits 1.
 	Setup func(ctx context.Context, env *Env) (Service, error)
@@ -160,9 +183,10 @@ func Run(ctx context.Context, args []string, spec Spec, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: %s [flags]\n\n%s\n\nFlags:\n%s", spec.Name, spec.Summary, fs.FlagUsages())
 	}
-	cfg.RegisterFlags(fs)
+	env := procenv.New(spec.Getenv)
+	cfg.RegisterFlags(fs, env)
 	if spec.Flags != nil {
-		spec.Flags(fs)
+		spec.Flags(fs, env)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) || errors.Is(err, flag.ErrHelp) {
@@ -175,13 +199,17 @@ func Run(ctx context.Context, args []string, spec Spec, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: unexpected arguments %q\n", spec.Name, fs.Args())
 		return 2
 	}
+	if err := env.Err(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", spec.Name, err)
+		return 2
+	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", spec.Name, err)
 		return 2
 	}
 	if spec.Check != nil {
-		if err := spec.Check(); err != nil {
+		if err := spec.Check(env); err != nil {
 			fmt.Fprintf(stderr, "%s: %s\n", spec.Name, message(err))
 			return 2
 		}
@@ -261,11 +289,4 @@ func run(ctx context.Context, cfg Config, spec Spec, log *zap.Logger) error {
 // message is err's text without the "usage: " marker Usagef adds.
 func message(err error) string {
 	return strings.TrimPrefix(err.Error(), ErrUsage.Error()+": ")
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }

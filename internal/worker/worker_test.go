@@ -17,6 +17,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/health"
 	"github.com/oxypipe/oxypipe/internal/natsserver"
+	"github.com/oxypipe/oxypipe/internal/procenv"
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/internal/worker"
 )
@@ -80,7 +81,7 @@ func TestWorkerServesHealthAndRoutesThenExitsZeroWhenStopped(t *testing.T) {
 	spec := worker.Spec{
 		Name:    "testworker",
 		Summary: "a worker for tests",
-		Flags:   func(fs *pflag.FlagSet) { fs.StringVar(&gotFlag, "thing", "", "a worker flag") },
+		Flags:   func(fs *pflag.FlagSet, _ *procenv.Env) { fs.StringVar(&gotFlag, "thing", "", "a worker flag") },
 		Setup: func(_ context.Context, env *worker.Env) (worker.Service, error) {
 			if env.Topology == nil || env.JetStream == nil || env.Registry == nil {
 				return nil, errors.New("env is incomplete")
@@ -142,28 +143,34 @@ func TestWorkerExitCodes(t *testing.T) {
 	cases := []struct {
 		name   string
 		args   []string
+		env    map[string]string
 		setup  func(context.Context, *worker.Env) (worker.Service, error)
 		code   int
 		stderr string
 	}{
-		{"unknown flag", []string{"--nope"}, nil, 2, "unknown flag: --nope"},
-		{"stray argument", []string{"extra"}, nil, 2, "unexpected arguments"},
-		{"bad replicas", []string{"--nats-replicas", "9"}, nil, 2, "between 1 and 5"},
-		{"usage error from setup", nil, func(context.Context, *worker.Env) (worker.Service, error) {
+		{"unknown flag", []string{"--nope"}, nil, nil, 2, "unknown flag: --nope"},
+		{"stray argument", []string{"extra"}, nil, nil, 2, "unexpected arguments"},
+		{"bad replicas", []string{"--nats-replicas", "9"}, nil, nil, 2, "between 1 and 5"},
+		// A malformed environment value is refused, never replaced by the
+		// default, before anything connects.
+		{"malformed environment value", []string{"--nats-url", "nats://127.0.0.1:1"}, map[string]string{"OXY_NATS_REPLICAS": "x"}, nil, 2,
+			"testworker: OXY_NATS_REPLICAS=\"x\" is not an integer\n"},
+		{"usage error from setup", nil, nil, func(context.Context, *worker.Env) (worker.Service, error) {
 			return nil, worker.Usagef("OXY_WSA_USERNAME is not set")
 		}, 2, "OXY_WSA_USERNAME is not set"},
-		{"service fails", nil, func(context.Context, *worker.Env) (worker.Service, error) {
+		{"service fails", nil, nil, func(context.Context, *worker.Env) (worker.Service, error) {
 			return func(context.Context) error { return failing }, nil
 		}, 1, "consumer lost"},
-		{"help", []string{"--help"}, nil, 0, "a worker for tests"},
-		{"check fails before connecting", []string{"--nats-url", "nats://127.0.0.1:1"}, nil, 2, "testworker: the API credentials are missing"},
+		{"help", []string{"--help"}, nil, nil, 0, "a worker for tests"},
+		{"check fails before connecting", []string{"--nats-url", "nats://127.0.0.1:1"}, nil, nil, 2, "testworker: the API credentials are missing"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			spec := worker.Spec{Name: "testworker", Summary: "a worker for tests", Setup: tc.setup}
+			spec := worker.Spec{Name: "testworker", Summary: "a worker for tests", Setup: tc.setup,
+				Getenv: func(k string) string { return tc.env[k] }}
 			if strings.HasPrefix(tc.name, "check") {
-				spec.Check = func() error { return worker.Usagef("the API credentials are missing") }
+				spec.Check = func(*procenv.Env) error { return worker.Usagef("the API credentials are missing") }
 			}
 			var stderr syncBuffer
 			// A later --nats-url overrides this one.

@@ -24,18 +24,19 @@ const (
 // Config configures a Writer.
 type Config struct {
 	// Stage configures the runtime the writer runs in. Conn is required.
-	// Consumer defaults to topology.DefaultConsumer(topology.Writer); the
-	// consumer must exist (topology.EnsureConsumer or EnsureAll). Its
-	// RetryBackoff spaces the retries of a failed write and its MaxDeliver
-	// ends them. Instance, Logger and Registerer are used by the writer too.
+	// Consumer defaults to topology.DefaultConsumer(topology.Writer); Run
+	// ensures it. Its RetryBackoff spaces the retries of a failed write and
+	// its MaxDeliver ends them. Instance, Logger and Registerer are used by
+	// the writer too.
 	Stage stage.Config
+
+	// Topology is the ensured topology: the writer's consumer is ensured
+	// with it, and each run's destination is read from (and a failed run
+	// stopped in) its runs bucket. Required.
+	Topology *topology.Topology
 
 	// API fetches the results. Required.
 	API *wsa.Client
-
-	// Runs is the runs bucket, where each run's destination is read
-	// (topology.Topology.Runs). Required.
-	Runs *topology.Runs
 
 	// Destinations configures how destinations are opened. The zero value
 	// reads credentials from the standard AWS_*, GOOGLE_* and AZURE_*
@@ -65,6 +66,7 @@ func (c Config) WithDefaults() Config {
 	if c.Stage.Consumer.Stage == "" {
 		c.Stage.Consumer, _ = topology.DefaultConsumer(topology.Writer)
 	}
+	c.Stage = c.Stage.WithDefaults()
 	if c.MaxRuns == 0 {
 		c.MaxRuns = DefaultMaxRuns
 	}
@@ -84,8 +86,8 @@ func (c Config) validate() error {
 		return errors.New("writer: Config.Stage.Conn is required")
 	case c.API == nil:
 		return errors.New("writer: Config.API is required")
-	case c.Runs == nil:
-		return errors.New("writer: Config.Runs is required")
+	case c.Topology == nil:
+		return errors.New("writer: Config.Topology is required")
 	case c.Stage.Consumer.Stage != topology.Writer:
 		return fmt.Errorf("writer: Config.Stage.Consumer is the %q consumer, want %q", c.Stage.Consumer.Stage, topology.Writer)
 	case c.MaxRuns < 1:

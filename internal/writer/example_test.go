@@ -86,11 +86,12 @@ func Example() {
 		return
 	}
 
-	// The two stages: each needs only the connection, the API client and,
-	// for the writer, the runs bucket. Schedule is scaled like the emulator.
+	// The two stages: each needs only the connection, the topology and the
+	// API client. Schedule is scaled like the emulator.
 	pl, err := poller.New(poller.Config{
-		Stage: stage.Config{Conn: nc, Instance: "example"},
-		API:   client,
+		Stage:    stage.Config{Conn: nc, Instance: "example"},
+		Topology: topo,
+		API:      client,
 		Schedule: poller.Schedule{First: 10 * time.Millisecond, Step: 10 * time.Millisecond,
 			Until: 100 * time.Millisecond, Interval: 50 * time.Millisecond},
 		PendingLimit: time.Minute,
@@ -99,7 +100,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	wr, err := writer.New(writer.Config{Stage: stage.Config{Conn: nc, Instance: "example"}, API: client, Runs: topo.Runs()})
+	wr, err := writer.New(writer.Config{Stage: stage.Config{Conn: nc, Instance: "example"}, Topology: topo, API: client})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -152,7 +152,7 @@ func (w *Writer) fail(ctx context.Context, m *stage.Msg, d *messages.Done, kind 
 func (w *Writer) runEnded(ctx context.Context, run string) string {
 	kctx, cancel := context.WithTimeout(ctx, runsTimeout)
 	defer cancel()
-	ref, err := w.cfg.Runs.Get(kctx, run)
+	ref, err := w.cfg.Topology.Runs().Get(kctx, run)
 	if err != nil {
 		return ""
 	}

@@ -93,7 +93,7 @@ func setup(t testing.TB, emu emulator.Config) *fixture {
 				DrainTimeout: 5 * time.Second, Registerer: reg,
 			},
 			API:          client,
-			Runs:         topo.Runs(),
+			Topology:     topo,
 			Destinations: destination.Config{Local: destination.LocalConfig{NoSync: true}},
 		},
 	}

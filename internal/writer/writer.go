@@ -38,16 +38,13 @@ func New(cfg Config) (*Writer, error) {
 		return nil, fmt.Errorf("writer: metrics: %w", err)
 	}
 	log := cfg.Stage.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
 	w := &Writer{cfg: cfg, met: met, log: log.With(zap.String("stage", "writer"))}
 	w.targets = &targets{
 		open: func(ctx context.Context, location string) (destination.Destination, error) {
 			return destination.Open(ctx, location, destination.WithConfig(cfg.Destinations))
 		},
 		get: func(ctx context.Context, run string) (*messages.RunRecord, error) {
-			ref, err := cfg.Runs.Get(ctx, run)
+			ref, err := cfg.Topology.Runs().Get(ctx, run)
 			if err != nil {
 				return nil, err
 			}
@@ -65,7 +62,7 @@ func New(cfg Config) (*Writer, error) {
 		locations: make(map[string]destination.Destination),
 	}
 	w.stops = &stopper{
-		runs: cfg.Runs, max: cfg.MaxRuns, log: w.log, done: map[string]bool{},
+		runs: cfg.Topology.Runs(), max: cfg.MaxRuns, log: w.log, done: map[string]bool{},
 		stopped: func(applied bool) {
 			if applied {
 				met.runStops.WithLabelValues("stopped").Inc()
@@ -81,10 +78,14 @@ func New(cfg Config) (*Writer, error) {
 	return w, nil
 }
 
-// Run consumes until ctx is cancelled, then drains, closes the destinations
+// Run ensures the writer's consumer, then consumes until ctx is cancelled,
+// drains, closes the destinations
 // it opened and returns nil (see stage.Worker.Run for the other ways it can
 // end). Run may be called once.
 func (w *Writer) Run(ctx context.Context) error {
+	if _, err := w.cfg.Topology.EnsureConsumer(ctx, w.worker.Settings()); err != nil {
+		return fmt.Errorf("writer: ensure consumer: %w", err)
+	}
 	err := w.worker.Run(ctx)
 	if cerr := w.targets.close(); cerr != nil {
 		w.log.Warn("closing destinations", zap.Error(cerr))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -80,8 +81,7 @@ func (c *Client) backend(ctx context.Context) (*topology.Topology, *feeder.Feede
 		}
 		// The deployed workers own the topology: create only what is
 		// missing, never rewrite their replicas or max ages.
-		tc := c.cfg.Topology
-		tc.CreateOnly = true
+		tc := topology.Config{Replicas: c.cfg.Replicas, CreateOnly: true}
 		if topo, err = topology.Ensure(ctx, js, tc); err != nil {
 			return nil, nil, fmt.Errorf("oxy: %w", err)
 		}
@@ -97,8 +97,8 @@ func (c *Client) backend(ctx context.Context) (*topology.Topology, *feeder.Feede
 			Destinations: c.cfg.Destinations,
 			Logger:       c.cfg.Logger,
 		}
-		if c.cfg.Local != nil {
-			c.cfg.Local(&lc)
+		if c.cfg.local != nil {
+			c.cfg.local(&lc)
 		}
 		if c.cfg.RetryUnknownOnce {
 			tune := lc.Submitter
@@ -139,10 +139,9 @@ func (c *Client) Start(ctx context.Context) error {
 	return err
 }
 
-// Cluster returns the in-process pipeline, starting it if needed (nil with
-// an external NATS). Tests read the emulator's Stats through it; the CLI
-// serves the statusworker's Handler from it.
-func (c *Client) Cluster(ctx context.Context) (*local.Cluster, error) {
+// inProcess returns the in-process pipeline, starting it if needed (nil
+// with an external NATS).
+func (c *Client) inProcess(ctx context.Context) (*local.Cluster, error) {
 	if _, _, err := c.backend(ctx); err != nil {
 		return nil, err
 	}
@@ -151,11 +150,30 @@ func (c *Client) Cluster(ctx context.Context) (*local.Cluster, error) {
 	return c.cluster, nil
 }
 
-// Topology returns the topology of the pipeline the client uses, starting
-// or connecting first if needed.
-func (c *Client) Topology(ctx context.Context) (*topology.Topology, error) {
-	t, _, err := c.backend(ctx)
-	return t, err
+// ErrExternal: what was asked for exists only in the in-process pipeline,
+// and the client uses an external one (Config.NATSURL or Config.Conn).
+var ErrExternal = errors.New("oxy: the pipeline runs elsewhere (NATS); this exists only in the in-process pipeline")
+
+// StatusHandler is the in-process statusworker's JSON API (GET /runs,
+// /runs/{run}, its stages, failures, errors and docs), starting the
+// pipeline if needed, for a program to serve; ErrExternal with an external
+// NATS, whose statusworkers serve their own.
+func (c *Client) StatusHandler(ctx context.Context) (http.Handler, error) {
+	cl, err := c.inProcess(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cl == nil {
+		return nil, ErrExternal
+	}
+	return cl.StatusWorker().Handler(), nil
+}
+
+// APIClient is the Web Scraper API client of Get: the configured
+// credentials' or, with Sandbox, the in-process emulator's (started if
+// needed). ErrNoCredentials without either.
+func (c *Client) APIClient(ctx context.Context) (*wsa.Client, error) {
+	return c.apiClient(ctx)
 }
 
 // apiClient returns the API client for Get: the configured one, or the

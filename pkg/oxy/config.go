@@ -2,13 +2,13 @@ package oxy
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"github.com/oxypipe/oxypipe/internal/local"
-	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
@@ -38,8 +38,9 @@ type Config struct {
 	// Sandbox runs the in-process pipeline against the built-in API
 	// emulator; credentials and BaseURL are ignored.
 	Sandbox bool
-	// Emulator configures the sandbox (default: 1 s jobs, 50 jobs per
-	// second; see local.Config.Emulator).
+	// Emulator configures the sandbox. When it sets neither JobTime,
+	// JobTimeFunc nor TimeScale, jobs take 1 s; its rate limit defaults to
+	// 50 jobs per second.
 	Emulator emulator.Config
 
 	// NATSURL is an external NATS server of a deployed pipeline: the client
@@ -53,13 +54,13 @@ type Config struct {
 	// NATSURL (the CLI connects with package natsconn). The client does not
 	// close it.
 	Conn *nats.Conn
-	// Topology is what the client creates on an external NATS when streams,
-	// buckets or consumers are missing (the workers normally created them).
-	// Existing ones are used as they are, never updated: the client always
-	// ensures with CreateOnly, so that its settings cannot rewrite the
-	// replicas or max ages of a deployed pipeline. Default: one replica,
-	// file storage.
-	Topology topology.Config
+	// Replicas is the replica count of the streams and buckets the client
+	// creates on an external NATS when they are missing (the workers
+	// normally created them): 1 for a single server, 3 for a production
+	// cluster. Existing ones are used as they are, never updated, so that
+	// the client cannot rewrite the replicas or max ages of a deployed
+	// pipeline. Default 1.
+	Replicas int
 
 	// StateDir keeps the in-process broker's files, so that a run killed
 	// outright can be resumed (Resume) by a client on the same directory.
@@ -76,16 +77,16 @@ type Config struct {
 	// did create a job. With NATSURL it cannot apply: the deployed submitters
 	// have their own setting (OXY_RETRY_UNKNOWN_ONCE).
 	RetryUnknownOnce bool
-	// Local adjusts the in-process pipeline's configuration (stage tuning)
-	// after the client filled it in.
-	Local func(*local.Config)
+	// local adjusts the in-process pipeline's configuration after the
+	// client filled it in (stage tuning, for this package's tests).
+	local func(*local.Config)
 
 	// Destinations configures how destinations and run-log locations are
 	// opened (object-store endpoints, credentials). Default: the
 	// environment's AWS_*, GOOGLE_* and AZURE_* settings.
 	Destinations destination.Config
 	// ReadyTimeout is how long Execute waits for a statusworker to accept a
-	// run. Default feeder.DefaultReadyTimeout (30s).
+	// run. Default 30s.
 	ReadyTimeout time.Duration
 	// Instance names this client in what it publishes. Default: the host
 	// name.
@@ -114,6 +115,9 @@ func (c Config) validate() error {
 	}
 	if c.Sandbox && c.external() {
 		return errors.New("oxy: Sandbox runs the pipeline in this process; it cannot be combined with NATSURL")
+	}
+	if c.Replicas < 0 || c.Replicas > 5 {
+		return fmt.Errorf("oxy: Replicas %d is outside 1..5", c.Replicas)
 	}
 	if c.RetryUnknownOnce && c.external() {
 		return errors.New("oxy: RetryUnknownOnce sets the in-process submitter; the deployed submitters have their own setting (OXY_RETRY_UNKNOWN_ONCE)")

@@ -26,9 +26,9 @@
 // # Before anything bills
 //
 // Execute fails, with nothing sent to the API, when the credentials are
-// missing, a payload cannot be fed (*feeder.InputError: no source, no input,
+// missing, a payload cannot be fed (*oxytype.InputError: no source, no input,
 // too large), the destination cannot be listed or written, or the run log
-// cannot be written (the statusworker refuses the run: *feeder.RunFailedError).
+// cannot be written (the statusworker refuses the run: *oxytype.RunFailedError).
 // Payloads the API would refuse (an IP address as host, 21 pages, …) are fed
 // and end "rejected" in the run log at no cost.
 //

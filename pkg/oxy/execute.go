@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -29,7 +30,7 @@ type Options struct {
 	Run string
 	// Buffer is how many finished jobs wait for the caller before the run
 	// stops reading its events (progress then stands still until the caller
-	// reads on; the pipeline itself goes on). Default progress.DefaultBuffer.
+	// reads on; the pipeline itself goes on). Default 256.
 	Buffer int
 	// StopTimeout bounds a stop of the run, whoever stops it (Run.Stop, or
 	// the writer when results cannot be written): jobs already submitted
@@ -63,9 +64,21 @@ func (c *Client) Execute(ctx context.Context, payloads []payload.Payload, opts O
 	return c.ExecuteSource(ctx, src, opts)
 }
 
-// ExecuteSource is Execute for payloads that are not in memory, such as a
-// feeder.Spool read from a JSONL file (feeder.ReadJSONL checks every line).
-func (c *Client) ExecuteSource(ctx context.Context, src feeder.Source, opts Options) (*Run, error) {
+// Source is a run's payloads in input order, for payloads that are not in
+// memory (the CLI's is a spool file checked line by line as it was read).
+type Source interface {
+	// Len is the number of payloads.
+	Len() int
+	// All ranges over the payloads in order. A non-nil error ends the range
+	// (and the feeding, with that error).
+	All() iter.Seq2[payload.Payload, error]
+}
+
+// ExecuteSource is Execute for payloads that are not in memory. Execute
+// first checks every payload for a source and an input (an
+// *oxytype.InputError); ExecuteSource leaves that check to whoever built
+// src, and checks only that no payload is larger than the broker accepts.
+func (c *Client) ExecuteSource(ctx context.Context, src Source, opts Options) (*Run, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
@@ -91,8 +104,9 @@ func (c *Client) ExecuteSource(ctx context.Context, src feeder.Source, opts Opti
 	if err != nil {
 		return nil, err
 	}
-	r.startFeeding(func(ctx context.Context) (feeder.FeedResult, error) {
-		return f.Feed(ctx, id, src)
+	r.startFeeding(func(ctx context.Context) error {
+		_, err := f.Feed(ctx, id, src)
+		return err
 	})
 	return r, nil
 }
@@ -104,11 +118,10 @@ func (c *Client) ExecuteSource(ctx context.Context, src feeder.Source, opts Opti
 // package feeder). A run that already completed is only watched (src may be
 // nil then): its jobs and report come back as for a live run.
 //
-// To resume without the input file, keep the input yourself: read it with
-// feeder.ReadJSONL into the state directory, MoveTo a path named by the run
-// id (Options.Run fixes the id before anything is fed), and reopen it with
-// feeder.OpenSpool for the resume. (The CLI does this.)
-func (c *Client) Resume(ctx context.Context, run string, src feeder.Source, opts Options) (*Run, error) {
+// To resume without the input file, keep the input yourself under the run's
+// id (Options.Run fixes the id before anything is fed) and give it back as
+// the Source of the resume. (The CLI does this.)
+func (c *Client) Resume(ctx context.Context, run string, src Source, opts Options) (*Run, error) {
 	topo, f, err := c.backend(ctx)
 	if err != nil {
 		return nil, err
@@ -120,26 +133,26 @@ func (c *Client) Resume(ctx context.Context, run string, src feeder.Source, opts
 	rec := ref.Record
 	switch rec.State {
 	case oxytype.RunStateFailed:
-		return nil, &feeder.RunFailedError{Run: run, Reason: rec.Reason}
+		return nil, &oxytype.RunFailedError{Run: run, Reason: rec.Reason}
 	case oxytype.RunStateCompleted:
 		return c.Watch(ctx, run, opts)
 	}
 	if src == nil {
-		return nil, fmt.Errorf("oxy: resume run %s: the run's payloads are required: %w", run, feeder.ErrInputMismatch)
+		return nil, fmt.Errorf("oxy: resume run %s: the run's payloads are required: %w", run, oxytype.ErrInputMismatch)
 	}
 	if src.Len() != rec.Announced.Total {
-		return nil, fmt.Errorf("oxy: resume run %s: %w: %d payloads given, the run has %d", run, feeder.ErrInputMismatch, src.Len(), rec.Announced.Total)
+		return nil, fmt.Errorf("oxy: resume run %s: %w: %d payloads given, the run has %d", run, oxytype.ErrInputMismatch, src.Len(), rec.Announced.Total)
 	}
 	r, err := c.watch(ctx, topo, f, run, opts.Buffer, c.locationWarnings(rec.Announced.Destination, rec.Announced.RunLog))
 	if err != nil {
 		return nil, err
 	}
-	r.startFeeding(func(ctx context.Context) (feeder.FeedResult, error) {
-		res, err := f.Resume(ctx, run, src)
-		if errors.Is(err, feeder.ErrRunCompleted) {
-			return res, nil // it completed meanwhile: the watcher sees it
+	r.startFeeding(func(ctx context.Context) error {
+		_, err := f.Resume(ctx, run, src)
+		if errors.Is(err, oxytype.ErrRunCompleted) {
+			return nil // it completed meanwhile: the watcher sees it
 		}
-		return res, err
+		return err
 	})
 	return r, nil
 }

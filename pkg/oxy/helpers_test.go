@@ -44,22 +44,22 @@ func fast(lc *local.Config) {
 		wc.Stage.PublishTimeout = time.Second
 	}
 	lc.StatusWorker = func(sc *statusworker.Config) {
-		sc.Consumer, _ = topology.DefaultConsumer(topology.StatusWorker)
-		sc.Consumer.MaxDeliver = 0
-		sc.Consumer.AckWait = 2 * time.Second
+		sc.Stage.Consumer, _ = topology.DefaultConsumer(topology.StatusWorker)
+		sc.Stage.Consumer.MaxDeliver = 0
+		sc.Stage.Consumer.AckWait = 2 * time.Second
 		sc.RecheckInterval = time.Second
-		sc.FetchWait = 200 * time.Millisecond
+		sc.Stage.FetchWait = 200 * time.Millisecond
 	}
 	prev := lc.Submitter
 	lc.Submitter = func(sc *submitter.Config) {
-		sc.Consumer, _ = topology.DefaultConsumer(topology.Submitter)
-		sc.Consumer.AckWait = 2 * time.Second
-		sc.Consumer.HandlerTimeout = 3 * time.Second
+		sc.Stage.Consumer, _ = topology.DefaultConsumer(topology.Submitter)
+		sc.Stage.Consumer.AckWait = 2 * time.Second
+		sc.Stage.Consumer.HandlerTimeout = 3 * time.Second
 		sc.SubmitTimeout = time.Second
 		sc.KVTimeout = 500 * time.Millisecond
 		sc.ClaimStaleAfter = 3 * time.Second
-		sc.Runtime.FetchWait = 200 * time.Millisecond
-		sc.Runtime.PublishTimeout = time.Second
+		sc.Stage.FetchWait = 200 * time.Millisecond
+		sc.Stage.PublishTimeout = time.Second
 		sc.ClaimRecheck = 500 * time.Millisecond
 		// Follow the emulator's limit headers from the first answer on.
 		sc.Pacer.Limit, sc.Pacer.RenderLimit = -1, -1
@@ -86,7 +86,7 @@ func sandboxClient(t *testing.T, em emulator.Config) *oxy.Client {
 	if em.JobTime == 0 {
 		em.JobTime = fastJobs
 	}
-	c, err := oxy.NewClient(oxy.Config{Sandbox: true, Emulator: em, Local: fast})
+	c, err := oxy.NewClient(oxy.WithLocal(oxy.Config{Sandbox: true, Emulator: em}, fast))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/oxypipe/oxypipe/internal/local"
-	"github.com/oxypipe/oxypipe/internal/progress"
 	"github.com/oxypipe/oxypipe/internal/statusworker"
 	"github.com/oxypipe/oxypipe/internal/submitter"
 	"github.com/oxypipe/oxypipe/internal/testutil"
@@ -65,24 +64,23 @@ var outputTotal, outputRate, stopSlack = func() (int, int, time.Duration) {
 // for at most 200 ms and claims within 500 ms: well inside it).
 func stoppingClient(t *testing.T, dests destination.Config) *oxy.Client {
 	t.Helper()
-	c, err := oxy.NewClient(oxy.Config{
+	c, err := oxy.NewClient(oxy.WithLocal(oxy.Config{
 		Sandbox: true, Emulator: emulator.Config{JobTime: fastJobs, RateLimit: outputRate},
 		Destinations: dests,
-		Local: func(lc *local.Config) {
-			fast(lc)
-			prevSW, prevSub := lc.StatusWorker, lc.Submitter
-			lc.StatusWorker = func(sc *statusworker.Config) { prevSW(sc); sc.StopSettle = stopSettle }
-			lc.Submitter = func(sc *submitter.Config) {
-				prevSub(sc)
-				sc.RunStateTTL = 200 * time.Millisecond
-				// Room for a request slowed down by a loaded machine or the
-				// race detector: a POST cut short by its own timeout has an
-				// unknown outcome, which is another test's subject.
-				sc.SubmitTimeout, sc.Consumer.HandlerTimeout, sc.ClaimStaleAfter = 5*time.Second, 10*time.Second, 15*time.Second
-				sc.ClaimRecheck = 2 * time.Second
-			}
-		},
-	})
+	}, func(lc *local.Config) {
+		fast(lc)
+		prevSW, prevSub := lc.StatusWorker, lc.Submitter
+		lc.StatusWorker = func(sc *statusworker.Config) { prevSW(sc); sc.StopSettle = stopSettle }
+		lc.Submitter = func(sc *submitter.Config) {
+			prevSub(sc)
+			sc.RunStateTTL = 200 * time.Millisecond
+			// Room for a request slowed down by a loaded machine or the
+			// race detector: a POST cut short by its own timeout has an
+			// unknown outcome, which is another test's subject.
+			sc.SubmitTimeout, sc.Stage.Consumer.HandlerTimeout, sc.ClaimStaleAfter = 5*time.Second, 10*time.Second, 15*time.Second
+			sc.ClaimRecheck = 2 * time.Second
+		}
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +222,7 @@ func checkStoppedRun(t *testing.T, c *oxy.Client, r stoppedRun, want string, has
 		t.Errorf("the run ended %v after its stop, want within %v + %v", took, max(stopTimeout, stopSettle), stopSlack)
 	}
 	var incomplete *oxy.IncompleteRunError
-	var stopped *progress.StoppedError
+	var stopped *oxytype.StoppedError
 	if !errors.As(r.err, &incomplete) || !errors.As(r.err, &stopped) || !strings.Contains(stopped.Reason, want) {
 		t.Errorf("run error %v, want an incomplete run stopped by the failed write", r.err)
 	}

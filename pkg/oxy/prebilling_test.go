@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oxypipe/oxypipe/internal/feeder"
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 )
 
@@ -59,8 +59,8 @@ func TestNothingBillsWhenARunCannotStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = c.Execute(ctx, append(products(1, 2), bad), oxy.Options{Destination: good})
-		var ie *feeder.InputError
-		if !errors.As(err, &ie) || ie.Doc != 2 || !errors.Is(err, feeder.ErrNoInput) {
+		var ie *oxytype.InputError
+		if !errors.As(err, &ie) || ie.Doc != 2 || !errors.Is(err, oxytype.ErrNoInput) {
 			t.Fatalf("Execute = %v", err)
 		}
 		if !strings.HasPrefix(err.Error(), "payload 2: the payload has no input key") {
@@ -75,7 +75,7 @@ func TestNothingBillsWhenARunCannotStart(t *testing.T) {
 	})
 	t.Run("a run log that cannot be written", func(t *testing.T) {
 		_, err := c.Execute(ctx, products(1, 2), oxy.Options{Destination: good, RunLog: filepath.Join(blocker, "logs")})
-		var rf *feeder.RunFailedError
+		var rf *oxytype.RunFailedError
 		if !errors.As(err, &rf) || !strings.Contains(rf.Reason, "run log cannot be written") {
 			t.Fatalf("Execute = %v", err)
 		}

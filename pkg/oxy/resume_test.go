@@ -90,7 +90,7 @@ func TestResumeFeedsOnlyWhatIsMissing(t *testing.T) {
 	}
 
 	t.Run("a completed run needs nothing", func(t *testing.T) {
-		if _, err := f.Resume(ctx, run, feeder.Slice(ps)); !errors.Is(err, feeder.ErrRunCompleted) {
+		if _, err := f.Resume(ctx, run, feeder.Slice(ps)); !errors.Is(err, oxytype.ErrRunCompleted) {
 			t.Errorf("Resume of a completed run = %v", err)
 		}
 	})
@@ -133,11 +133,11 @@ func TestResumeAfterAbruptStop(t *testing.T) {
 		prev := lc.Submitter
 		lc.Submitter = func(sc *submitter.Config) {
 			prev(sc)
-			sc.Runtime.BatchSize, sc.Runtime.MaxInFlight = held, held
+			sc.Stage.BatchSize, sc.Stage.MaxInFlight = held, held
 		}
 	}
 	newClient := func() *oxy.Client {
-		c, err := oxy.NewClient(oxy.Config{Username: em.Username, Password: em.Password, BaseURL: em.URL, StateDir: state, Local: tune})
+		c, err := oxy.NewClient(oxy.WithLocal(oxy.Config{Username: em.Username, Password: em.Password, BaseURL: em.URL, StateDir: state}, tune))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,10 +269,10 @@ func TestExternalNATS(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 60*time.Second)
 	em := emulator.NewServer(t, emulator.Config{JobTime: fastJobs, RateLimit: emulator.Unlimited})
-	workers, err := oxy.NewClient(oxy.Config{Username: em.Username, Password: em.Password, BaseURL: em.URL, Local: func(lc *local.Config) {
+	workers, err := oxy.NewClient(oxy.WithLocal(oxy.Config{Username: em.Username, Password: em.Password, BaseURL: em.URL}, func(lc *local.Config) {
 		fast(lc)
 		lc.Listen = true
-	}})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestNoStatusWorker(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	_, err = c.Execute(ctx, products(1, 2), oxy.Options{Destination: t.TempDir()})
-	var nsw *feeder.NoStatusWorkerError
+	var nsw *oxytype.NoStatusWorkerError
 	if !errors.As(err, &nsw) || err.Error() != "no statusworker answered within 300ms; is one running?" {
 		t.Fatalf("Execute = %v", err)
 	}

@@ -10,10 +10,13 @@ import (
 	"github.com/oxypipe/oxypipe/internal/feeder"
 	"github.com/oxypipe/oxypipe/internal/progress"
 	"github.com/oxypipe/oxypipe/pkg/messages"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
-// Job is one finished payload of a run (see progress.Job).
+// Job is one finished payload of a run: its doc, job id, run-log state,
+// source and input, the file written and, for a problem, its error, reason
+// and stage.
 type Job = progress.Job
 
 // Progress is a run's progress; its String is the progress line.
@@ -36,8 +39,6 @@ type Run struct {
 	fed      chan struct{}
 	warnings []string
 
-	mu       sync.Mutex
-	feedRes  feeder.FeedResult
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -57,13 +58,10 @@ func newRun(ctx context.Context, f *feeder.Feeder, w *progress.Watcher, cancel c
 
 // startFeeding runs feed in the background. A feed that fails ends the run
 // with its error: a run whose payloads cannot all be fed cannot complete.
-func (r *Run) startFeeding(feed func(ctx context.Context) (feeder.FeedResult, error)) {
+func (r *Run) startFeeding(feed func(ctx context.Context) error) {
 	go func() {
 		defer close(r.fed)
-		res, err := feed(r.ctx)
-		r.mu.Lock()
-		r.feedRes = res
-		r.mu.Unlock()
+		err := feed(r.ctx)
 		if err != nil && r.ctx.Err() == nil {
 			r.cancel(err)
 		}
@@ -87,13 +85,6 @@ func (r *Run) Warnings() []string { return append([]string(nil), r.warnings...) 
 
 // Fed is closed when every payload was published (or feeding failed).
 func (r *Run) Fed() <-chan struct{} { return r.fed }
-
-// FeedResult says what this process published for the run (after Fed).
-func (r *Run) FeedResult() feeder.FeedResult {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.feedRes
-}
 
 // Next returns the next finished job, waiting for it. After the last job it
 // returns io.EOF (then read Err), or the error that ended the run early:
@@ -184,9 +175,10 @@ func (r *Run) Progress() Progress { return r.watcher.Progress() }
 // rejected, unsubmitted, unfetched).
 func (r *Run) Problems() []Job { return r.watcher.Problems() }
 
-// Report returns the incomplete-run report lines (see progress.ReportLines);
-// print them, an empty line and Err's text at the end of an incomplete run,
-// or use progress.WriteReport.
+// Report returns the incomplete-run report lines, in input order: one per
+// faulted, rejected or unfetched job, then one per distinct reason of the
+// unsubmitted payloads; print them, an empty line and Err's text at the end
+// of an incomplete run, or use WriteReport.
 func (r *Run) Report() []string { return r.watcher.Report() }
 
 // WriteReport writes the incomplete-run report to w: the problem lines,
@@ -203,7 +195,7 @@ func (r *Run) WriteReport(w io.Writer) error {
 // Stopped returns what stopped the run, once it is stopping (by Stop, by
 // another process, or by a stage: the writer when results cannot be
 // written), else nil.
-func (r *Run) Stopped() *progress.StoppedError { return r.watcher.Stopped() }
+func (r *Run) Stopped() *oxytype.StoppedError { return r.watcher.Stopped() }
 
 // Completed returns the statusworker's completion of the run (counts, run-log
 // location) once the run completed, else nil.

@@ -2,7 +2,10 @@
 // became of a payload (State, ErrorInfo, Upload), the stages of the
 // pipeline in their order (DataType), what a status event says happened
 // (Outcome), who produced or failed a message (Party), where a run is in its
-// life (RunState), and the run-log facts a stage learns about a doc (Facts).
+// life (RunState), the run-log facts a stage learns about a doc (Facts),
+// and the errors of feeding a run that callers tell apart (InputError,
+// RunFailedError, NoStatusWorkerError, StoppedError, ErrInputMismatch,
+// ErrRunNotFound, …).
 //
 // It imports only the standard library, so the stages, the ledger, the run
 // log, the wire messages and the CLI can all use the same types: there is
