@@ -35,6 +35,7 @@ var floors = map[string]int{
 	"internal/promreg":   0,
 	"internal/health":    0,
 	"internal/testutil":  0,
+	"internal/procenv":   0,
 
 	// 1: the data formats built on the vocabulary.
 	"pkg/payload":              1,
@@ -74,8 +75,9 @@ var floors = map[string]int{
 	"internal/statusworker": 5,
 
 	// 6: the stages assembled into processes.
-	"internal/local":  6,
-	"internal/worker": 6,
+	"internal/local":      6,
+	"internal/worker":     6,
+	"internal/workerspec": 6,
 
 	// 7: the public entry point.
 	"pkg/oxy": 7,
