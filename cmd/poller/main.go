@@ -11,7 +11,7 @@ import (
 	"os"
 
 	"github.com/oxypipe/oxypipe/internal/worker"
-	"github.com/oxypipe/oxypipe/internal/workerspec"
+	"github.com/oxypipe/oxypipe/internal/workerspec/pollerspec"
 )
 
-func main() { os.Exit(worker.Main(os.Args[1:], workerspec.Poller(nil))) }
+func main() { os.Exit(worker.Main(os.Args[1:], pollerspec.Spec(nil))) }

@@ -16,7 +16,7 @@ import (
 	"os"
 
 	"github.com/oxypipe/oxypipe/internal/worker"
-	"github.com/oxypipe/oxypipe/internal/workerspec"
+	"github.com/oxypipe/oxypipe/internal/workerspec/statusworkerspec"
 )
 
-func main() { os.Exit(worker.Main(os.Args[1:], workerspec.StatusWorker(nil))) }
+func main() { os.Exit(worker.Main(os.Args[1:], statusworkerspec.Spec(nil))) }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/oxypipe/oxypipe/internal/worker"
-	"github.com/oxypipe/oxypipe/internal/workerspec"
+	"github.com/oxypipe/oxypipe/internal/workerspec/statusworkerspec"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -15,7 +15,7 @@ func env(vars map[string]string) func(string) string {
 
 // spec is the binary's spec reading getenv.
 func spec(getenv func(string) string) worker.Spec {
-	s := workerspec.StatusWorker(nil)
+	s := statusworkerspec.Spec(nil)
 	s.Getenv = getenv
 	return s
 }

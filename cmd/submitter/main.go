@@ -12,7 +12,7 @@ import (
 	"os"
 
 	"github.com/oxypipe/oxypipe/internal/worker"
-	"github.com/oxypipe/oxypipe/internal/workerspec"
+	"github.com/oxypipe/oxypipe/internal/workerspec/submitterspec"
 )
 
-func main() { os.Exit(worker.Main(os.Args[1:], workerspec.Submitter(nil))) }
+func main() { os.Exit(worker.Main(os.Args[1:], submitterspec.Spec(nil))) }

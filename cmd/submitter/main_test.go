@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/oxypipe/oxypipe/internal/worker"
-	"github.com/oxypipe/oxypipe/internal/workerspec"
+	"github.com/oxypipe/oxypipe/internal/workerspec/submitterspec"
 )
 
 // Nothing listens on port 1: every case must be decided before connecting.
@@ -30,7 +30,7 @@ func TestBadSettingsExitTwoBeforeConnecting(t *testing.T) {
 			t.Setenv("OXY_WSA_USERNAME", tc.user)
 			t.Setenv("OXY_WSA_PASSWORD", tc.password)
 			var out bytes.Buffer
-			if code := worker.Run(context.Background(), append(offline, tc.args...), workerspec.Submitter(nil), &out); code != 2 {
+			if code := worker.Run(context.Background(), append(offline, tc.args...), submitterspec.Spec(nil), &out); code != 2 {
 				t.Fatalf("exit %d, want 2; stderr:\n%s", code, out.String())
 			}
 			if !strings.Contains(out.String(), tc.want) {
@@ -46,7 +46,7 @@ func TestValidSettingsGetPastTheChecks(t *testing.T) {
 	var out bytes.Buffer
 	// --no-batch makes --max-batch irrelevant; the run then fails to connect
 	// (exit 1), which proves the checks passed.
-	if code := worker.Run(context.Background(), append(offline, "--no-batch", "--max-batch", "1"), workerspec.Submitter(nil), &out); code != 1 {
+	if code := worker.Run(context.Background(), append(offline, "--no-batch", "--max-batch", "1"), submitterspec.Spec(nil), &out); code != 1 {
 		t.Fatalf("exit %d, want 1 (connection refused); stderr:\n%s", code, out.String())
 	}
 	if !strings.Contains(out.String(), "connect") {
@@ -60,7 +60,7 @@ func TestMalformedEnvironmentValuesAreReported(t *testing.T) {
 	t.Setenv("OXY_RATE_LIMIT", "fast")
 	t.Setenv("OXY_NO_BATCH", "maybe")
 	var out bytes.Buffer
-	if code := worker.Run(context.Background(), offline, workerspec.Submitter(nil), &out); code != 2 {
+	if code := worker.Run(context.Background(), offline, submitterspec.Spec(nil), &out); code != 2 {
 		t.Fatalf("exit %d, want 2; stderr:\n%s", code, out.String())
 	}
 	if !strings.Contains(out.String(), `OXY_RATE_LIMIT="fast"`) || !strings.Contains(out.String(), `OXY_NO_BATCH="maybe"`) {
@@ -70,7 +70,7 @@ func TestMalformedEnvironmentValuesAreReported(t *testing.T) {
 
 func TestHelpDocumentsEverySetting(t *testing.T) {
 	var out bytes.Buffer
-	if code := worker.Run(context.Background(), []string{"--help"}, workerspec.Submitter(nil), &out); code != 0 {
+	if code := worker.Run(context.Background(), []string{"--help"}, submitterspec.Spec(nil), &out); code != 0 {
 		t.Fatalf("exit %d, want 0", code)
 	}
 	for _, want := range []string{"--api-url", "OXY_API_URL", "OXY_WSA_USERNAME", "OXY_WSA_PASSWORD", "--rate-limit",

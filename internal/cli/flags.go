@@ -7,15 +7,17 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 // Environment variables oxy reads. Flags win over them; secrets are read only
 // from the environment, never from a flag, so they stay out of `ps` and shell
 // history.
 const (
-	envUsername    = "OXY_WSA_USERNAME"
-	envPassword    = "OXY_WSA_PASSWORD"
-	envAPIURL      = "OXY_API_URL"
+	envUsername    = wsa.EnvUsername
+	envPassword    = wsa.EnvPassword
+	envAPIURL      = wsa.EnvBaseURL
 	envDestination = "OXY_DESTINATION"
 	envRunLog      = "OXY_RUN_LOG"
 	envStateDir    = "OXY_STATE_DIR"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/oxypipe/oxypipe/pkg/destination"
+	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -46,10 +47,14 @@ func getCommand(ctx context.Context, env Env, args []string) error {
 			return usageErrorf("%q is not a job id (a job id is a number such as 7500000000000000001)", id)
 		}
 	}
-	client, err := newAPIClient(env, o.apiURL, false)
-	if err != nil {
-		return err
+	if _, err := newAPIClient(env, o.apiURL, false); err != nil {
+		return err // the credentials and the URL, checked before anything is sent
 	}
+	client, err := oxy.NewClient(oxy.Config{BaseURL: o.apiURL, Username: env.Getenv(envUsername), Password: env.Getenv(envPassword)})
+	if err != nil {
+		return usageError(err)
+	}
+	defer func() { _ = client.Close(context.WithoutCancel(ctx)) }() // nothing was started: it only reads jobs
 	f := &fetcher{client: client}
 	if o.destination != "" {
 		d, err := openDestination(ctx, o.destination, "destination")
@@ -69,7 +74,7 @@ func getCommand(ctx context.Context, env Env, args []string) error {
 		if w := o.warning(); w != "" {
 			warnf(env.Stderr, "%s", w)
 		}
-		if o.status != fetchDone && o.status != fetchFaulted {
+		if !o.done() && !o.faulted() {
 			incomplete++
 		}
 	})
@@ -101,7 +106,7 @@ func isJobID(s string) bool {
 
 // credentialsHelp documents the environment-only credentials in --help.
 const credentialsHelp = `Credentials are read from the environment only, never from a flag:
-  OXY_WSA_USERNAME, OXY_WSA_PASSWORD   the API user (for ` + "`oxy sandbox`" + `, any non-empty values)`
+  ` + wsa.EnvUsername + `, ` + wsa.EnvPassword + `   the API user (for ` + "`oxy sandbox`" + `, any non-empty values)`
 
 // newAPIClient returns a client for baseURL with the credentials of the
 // environment. Missing credentials are invalid input (exit 2).

@@ -12,12 +12,12 @@ import (
 	"github.com/oxypipe/oxypipe/internal/progress"
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/destination"
+	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
-	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 // recoverOptions are the flags of `oxy recover`.
@@ -56,7 +56,7 @@ to RUNLOG. Exit codes as for oxy run.`)
 	fs.bindEnv("api-url", envAPIURL)
 	fs.bindEnv("nats", envNATSURL)
 	fs.note(credentialsHelp)
-	fs.note(rulesHelp)
+	fs.note(emulator.RulesHelp)
 	return fs, o
 }
 
@@ -147,7 +147,7 @@ func (rc *recoverer) recover(ctx context.Context, location string, dryRun bool) 
 	if err := runlog.Put(ctx, logDest, id, nil); err != nil {
 		return usageErrorf("the run log cannot be written, so nothing was sent: %w", err)
 	}
-	logFile := joinLocation(logDest.String(), runlog.FileName(id))
+	logFile := destination.JoinFile(logDest.String(), runlog.FileName(id))
 
 	client, err := oxy.NewClient(cfg)
 	if err != nil {
@@ -332,11 +332,12 @@ func (rc *recoverer) fetchUnfetched(ctx context.Context, client *oxy.Client, cfg
 	if len(rc.plan.fetch) == 0 {
 		return nil
 	}
-	api, err := rc.apiClient(ctx, client, cfg)
-	if err != nil {
-		return err
+	if !rc.flags.sandbox {
+		if _, err := newAPIClient(rc.env, cfg.BaseURL, true); err != nil {
+			return err // the credentials, checked before anything is sent
+		}
 	}
-	f := &fetcher{client: api, dest: dest, location: rc.flags.destination}
+	f := &fetcher{client: client, dest: dest, location: rc.flags.destination}
 	ids := make([]string, len(rc.plan.fetch))
 	for k, i := range rc.plan.fetch {
 		ids[k] = *rc.lines[i].ID
@@ -350,10 +351,10 @@ func (rc *recoverer) fetchUnfetched(ctx context.Context, client *oxy.Client, cfg
 			jl.Doc = &doc
 			rc.console.aroundStdout(func() { out.write(jl) })
 		}
-		switch o.status {
-		case fetchDone:
+		switch {
+		case o.done():
 			l.State, l.Error = oxytype.Done, nil
-		case fetchFaulted:
+		case o.faulted():
 			l.State, l.Error = oxytype.Faulted, nil
 			if _, err := payload.Parse(l.Payload, i+1); err == nil {
 				rc.plan.resubmit = append(rc.plan.resubmit, i)
@@ -371,15 +372,6 @@ func (rc *recoverer) fetchUnfetched(ctx context.Context, client *oxy.Client, cfg
 		return fmt.Errorf("the destination failed; nothing is resubmitted: %w", failed)
 	}
 	return nil
-}
-
-// apiClient is the API client that fetches jobs by id: the in-process
-// sandbox's, or one with the environment's credentials.
-func (rc *recoverer) apiClient(ctx context.Context, client *oxy.Client, cfg oxy.Config) (*wsa.Client, error) {
-	if rc.flags.sandbox {
-		return client.APIClient(ctx)
-	}
-	return newAPIClient(rc.env, cfg.BaseURL, true)
 }
 
 // resubmit runs the plan's payloads as a new run and updates their lines

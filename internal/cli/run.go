@@ -19,6 +19,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
+	"github.com/oxypipe/oxypipe/pkg/jobresults"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
@@ -165,7 +166,7 @@ without it.`)
   oxy run payloads.jsonl -d s3://bucket/results --run-log s3://bucket/logs --state-dir .oxy
   oxy run --resume 20260929T170412.345Z --state-dir .oxy      (after the process was killed)
   oxy run payloads.jsonl -d results | jq -r 'select(.status == "done") | .file'`)
-	fs.note(rulesHelp)
+	fs.note(emulator.RulesHelp)
 	return fs, f
 }
 
@@ -359,7 +360,7 @@ func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
 	if f.sandbox {
 		cfg.Emulator = emulator.Config{}
 		if f.sandboxRules != "" {
-			if err := loadRules(f.sandboxRules, &cfg.Emulator); err != nil {
+			if err := cfg.Emulator.LoadRules(f.sandboxRules); err != nil {
 				return cfg, cleanup, usageError(err)
 			}
 		}
@@ -386,7 +387,7 @@ func (r *runner) clientConfig(ctx context.Context) (oxy.Config, func(), error) {
 		}
 	}
 	if f.mongoURI != "" {
-		store, disconnect, err := openMongoLedger(ctx, f.mongoURI)
+		store, disconnect, err := jobresults.OpenMongo(ctx, f.mongoURI, "", jobresults.MongoConfig{})
 		if err != nil {
 			cleanup()
 			return cfg, func() {}, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/oxypipe/oxypipe/pkg/emulator"
+	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 // defaultSandboxAddr is where `oxy sandbox` listens unless told otherwise.
@@ -40,7 +41,7 @@ Once it listens, it prints one JSON line on stdout: {"url", "username",
 	fs.StringVar(&o.addr, "addr", defaultSandboxAddr, "`HOST:PORT` to listen on (port 0 picks a free port)")
 	fs.StringVar(&o.rules, "rules", "", "JSON `FILE` scripting outcomes per payload and failures per endpoint (see below)")
 	o.cfg.RegisterFlags(fs.FlagSet)
-	fs.note(rulesHelp)
+	fs.note(emulator.RulesHelp)
 	return fs, o
 }
 
@@ -54,7 +55,7 @@ func sandboxCommand(ctx context.Context, env Env, args []string) error {
 		return usageErrorf("sandbox takes no arguments, got %q", fs.Args())
 	}
 	if o.rules != "" {
-		if err := loadRules(o.rules, cfg); err != nil {
+		if err := cfg.LoadRules(o.rules); err != nil {
 			return usageError(err)
 		}
 	}
@@ -74,7 +75,7 @@ func sandboxCommand(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "Serving the Web Scraper API emulator at %s (Ctrl+C stops it).\n", srv.URL)
-	fmt.Fprintf(env.Stderr, "Use it with:\n  export OXY_WSA_USERNAME=%s OXY_WSA_PASSWORD=%s\n", srv.Username, passwordHint)
+	fmt.Fprintf(env.Stderr, "Use it with:\n  export %s=%s %s=%s\n", wsa.EnvUsername, srv.Username, wsa.EnvPassword, passwordHint)
 	fmt.Fprintf(env.Stderr, "  oxy run --api-url %s examples/payloads.jsonl -d results --run-log logs\n", srv.URL)
 	fmt.Fprintf(env.Stderr, "What it would have billed: %s\n", info.StatsURL)
 	if _, err := fmt.Fprintf(env.Stdout, "%s\n", line); err != nil {
@@ -89,21 +90,3 @@ func sandboxCommand(ctx context.Context, env Env, args []string) error {
 		st.JobsCreated, st.ResultsBilled, st.Rejected+st.RejectedValues, st.RateLimited)
 	return nil
 }
-
-// rulesHelp documents the rules file in --help.
-const rulesHelp = `Rules file (JSON): scripted outcomes per payload, failures per endpoint, settings:
-  {"rules": [{"source": "universal", "pattern": "products/1$",
-              "outcome": {"status_failure": {"status": 404, "message": "Not Found"}}},
-             {"pattern": "products/2$", "times": 1, "outcome": {"fault": true}}],
-   "faults": [{"on": ["submit"], "status": 503, "times": 2}],
-   "job_time": "1s"}
-  A rule matches a submission by source and a regexp on its input; "times": N applies it
-  to the first N matching submissions only.
-  outcome keys: reject {status, message, errors}, throttle, submit_failure, fault,
-  fault_status_code, done, stay_pending, job_time, status_failure, results_failure,
-  target_status_code, parse_status_code, content, content_size, upload_code,
-  upload_delay, results_ttl; a failure is {status, message, drop, times, after_create,
-  cut_body, body} (times: how many requests fail for each input or job; body: sent as it
-  is, with status, default 200, e.g. an HTML page in place of results).
-  settings: job_time, time_scale, seed, fault_rate, error_rate, drop_rate, and
-  rate_limit, render_rate_limit (jobs per second; default 50 and 13, a Starter plan's).`

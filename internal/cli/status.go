@@ -29,20 +29,23 @@ type statusOptions struct {
 	url    string
 	asJSON bool
 	limit  int
+	feed   string
 }
 
 func statusFlags() (*flagSet, *statusOptions) {
 	o := &statusOptions{}
-	fs := newFlagSet("status", "[flags] RUN", `
+	fs := newFlagSet("status", "[flags] RUN | --feed FEED", `
 Show a run's state, its per-stage counts, its failed records and its unique
 errors, from a statusworker's HTTP API (the ledger's view of the run, which a
 deployed pipeline shares among its statusworkers). RUN is the run's id, such as
-20260929T170412.345Z (the run log's name without .jsonl).
+20260929T170412.345Z (the run log's name without .jsonl). With --feed, show a
+standing feed instead: its state, cut, counts and runs.
 
 A one-process run serves the same API with oxy run --status-addr.`)
 	fs.StringVar(&o.url, "url", "", "the statusworker's HTTP `URL`, e.g. http://statusworker:8080")
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object {run, failures, errors} instead of tables")
 	fs.IntVar(&o.limit, "failures", defaultFailuresShown, "list at most `N` failed records")
+	fs.StringVar(&o.feed, "feed", "", "show the standing feed `FEED` and its runs instead of a run")
 	fs.bindEnv("url", envStatusURL)
 	return fs, o
 }
@@ -52,7 +55,10 @@ func statusCommand(ctx context.Context, env Env, args []string) error {
 	if err := fs.parse(env, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	switch {
+	case o.feed != "" && fs.NArg() != 0:
+		return usageErrorf("status --feed takes no run id, got %d arguments", fs.NArg())
+	case o.feed == "" && fs.NArg() != 1:
 		return usageErrorf("status takes one run id, got %d arguments", fs.NArg())
 	}
 	if o.url == "" {
@@ -66,6 +72,9 @@ func statusCommand(ctx context.Context, env Env, args []string) error {
 		return usageErrorf("--url %q is not an http:// or https:// URL", redact.String(o.url))
 	}
 	c := &statusClient{base: strings.TrimSuffix(u.String(), "/"), http: &http.Client{Timeout: statusTimeout}}
+	if o.feed != "" {
+		return feedStatus(ctx, env, c, o.feed, o.asJSON)
+	}
 	run := fs.Arg(0)
 	rep, err := c.report(ctx, run, o.limit)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/oxypipe/oxypipe/internal/statusworker"
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
@@ -22,6 +23,7 @@ import (
 type collector struct {
 	mu     sync.Mutex
 	events []messages.StatusEvent
+	seqs   []uint64         // the stream sequence of each event
 	byDoc  map[string][]int // run/doc → indexes into events
 	broken []string         // events that did not decode
 }
@@ -44,9 +46,14 @@ func collect(t testing.TB, js jetstream.JetStream) *collector {
 			c.broken = append(c.broken, err.Error())
 			return
 		}
+		var seq uint64
+		if md, err := m.Metadata(); err == nil {
+			seq = md.Sequence.Stream
+		}
 		k := ev.Run + "/" + ev.Doc
 		c.byDoc[k] = append(c.byDoc[k], len(c.events))
 		c.events = append(c.events, *ev)
+		c.seqs = append(c.seqs, seq)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -178,4 +185,17 @@ func firstFew(s []string, n int) string {
 		return strings.Join(s[:n], ", ") + ", …"
 	}
 	return strings.Join(s, ", ")
+}
+
+// sequenced returns a copy of every event with its stream sequence, in
+// stream order.
+func (c *collector) sequenced() []statusworker.SequencedEvent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]statusworker.SequencedEvent, len(c.events))
+	for i := range c.events {
+		ev := c.events[i]
+		out[i] = statusworker.SequencedEvent{Event: &ev, Seq: c.seqs[i]}
+	}
+	return out
 }

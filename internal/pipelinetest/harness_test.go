@@ -17,6 +17,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/oxypipe/oxypipe/internal/progress"
+	"github.com/oxypipe/oxypipe/internal/statusworker"
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
@@ -281,6 +283,61 @@ func (b *broker) verify(n int, want func(i int) expectation, input func(i int) s
 	}
 	b.verifyFiles(doneIDs)
 	b.verifyBilling(once, maybe)
+	b.verifyLiveViewIsTheRunLog(n)
+}
+
+// verifyLiveViewIsTheRunLog checks that what a run shows while it runs and
+// what its run log says agree, line by line: the status events, applied in
+// stream order to the tracker a watcher (oxy.Run.Problems) uses, give
+// exactly the problems of the run log the statusworker would write from
+// the same events, each with the run log's state, job id and
+// may-have-billed mark, and no problem for a done line.
+func (b *broker) verifyLiveViewIsTheRunLog(n int) {
+	b.t.Helper()
+	t := b.t
+	ann := messages.RunAnnounced{Run: b.run, Total: n, FinalDataType: oxytype.FinalDataType, Destination: b.dest}
+	events := b.events.sequenced()
+	tr := progress.NewTracker(ann)
+	for _, e := range events {
+		if e.Event.Run == b.run {
+			tr.Apply(e.Event)
+		}
+	}
+	lines, err := statusworker.ReplayRunLog(t.Context(), ann, events)
+	if err != nil {
+		t.Fatalf("the run log of the events: %v", err)
+	}
+	if len(lines) != n {
+		t.Fatalf("the run log has %d lines, want %d", len(lines), n)
+	}
+	problems := map[int]progress.Job{}
+	for _, j := range tr.Problems() {
+		if _, twice := problems[j.Doc]; twice {
+			t.Errorf("doc %d is a problem twice in the live view", j.Doc)
+		}
+		problems[j.Doc] = j
+	}
+	for i, l := range lines {
+		j, isProblem := problems[i]
+		lineID := ""
+		if l.ID != nil {
+			lineID = *l.ID
+		}
+		switch {
+		case l.State == oxytype.Done && isProblem:
+			t.Errorf("doc %d: the run log says done (job %s), the live view %s (job %q, %s)", i, lineID, j.Status, j.ID, j.Reason)
+		case l.State == oxytype.Done:
+		case !isProblem:
+			t.Errorf("doc %d: the run log says %s (job %q, %s), the live view has no problem for it", i, l.State, lineID, l.Error.String())
+		case j.Status != l.State || j.ID != lineID:
+			t.Errorf("doc %d: the run log says %s (job %q), the live view %s (job %q)", i, l.State, lineID, j.Status, j.ID)
+		case (l.Error != nil && l.Error.MayHaveBilled) != (j.Error != nil && j.Error.MayHaveBilled):
+			t.Errorf("doc %d: the run log's may-have-billed mark is %v, the live view's %v", i, l.Error != nil && l.Error.MayHaveBilled, j.Error != nil && j.Error.MayHaveBilled)
+		}
+	}
+	if p := tr.Progress(); p.Done+p.Faulted+p.Rejected+p.Unsubmitted+p.Unfetched != n || tr.Finished() != n {
+		t.Errorf("the live view finished %d of %d docs: %+v", tr.Finished(), n, p)
+	}
 }
 
 // unknownOutcome reports whether a final event says the doc's submission

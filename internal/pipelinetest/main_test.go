@@ -13,7 +13,9 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/internal/worker"
-	"github.com/oxypipe/oxypipe/internal/workerspec"
+	"github.com/oxypipe/oxypipe/internal/workerspec/pollerspec"
+	"github.com/oxypipe/oxypipe/internal/workerspec/submitterspec"
+	"github.com/oxypipe/oxypipe/internal/workerspec/writerspec"
 )
 
 // roleEnv, when set in the environment of this test binary, makes it run
@@ -100,11 +102,11 @@ func workerSpec(s topology.Stage) worker.Spec {
 	o := stageOptions{rateLimit: rate, ackWait: processAckWait, claimStaleAfter: processClaimStaleAfter}
 	switch s {
 	case topology.Submitter:
-		return workerspec.Submitter(tuneSubmitter(o))
+		return submitterspec.Spec(tuneSubmitter(o))
 	case topology.Poller:
-		return workerspec.Poller(tunePoller(o))
+		return pollerspec.Spec(tunePoller(o))
 	case topology.Writer:
-		return workerspec.Writer(tuneWriter(o))
+		return writerspec.Spec(tuneWriter(o))
 	}
 	panic(fmt.Sprintf("no worker for stage %q", s))
 }

@@ -70,7 +70,7 @@ func (p *Poller) handle(ctx context.Context, m *stage.Msg) error {
 	// Not a status the API has: an odd answer, retried like one.
 	p.met.checks.WithLabelValues(checkError).Inc()
 	err = fmt.Errorf("the API answered an unknown job status %q", redact.String(string(job.Status)))
-	return p.retry(m, s, elapsed, err, &oxytype.ErrorInfo{Message: err.Error()})
+	return p.retry(m, s, elapsed, err, wsa.ErrorInfo(err))
 }
 
 // pending waits for the next scheduled check, or gives up past the pending
@@ -142,7 +142,7 @@ func (p *Poller) faulted(upload *oxytype.Upload) error {
 
 // checkFailed decides what a failed status check means for the job.
 func (p *Poller) checkFailed(ctx context.Context, m *stage.Msg, s *messages.Submitted, elapsed time.Duration, err error) error {
-	info := errorInfo(err)
+	info := wsa.ErrorInfo(err)
 	class := wsa.Classify(err)
 	switch {
 	case errors.Is(err, wsa.ErrNotFound):
@@ -190,20 +190,6 @@ func (p *Poller) retry(m *stage.Msg, s *messages.Submitted, elapsed time.Duratio
 	delay := max(p.cfg.Retry.Delay(count), minWait)
 	return &stage.RetryError{Delay: delay, Info: info, Cause: err,
 		Reason: fmt.Sprintf("checking job %s failed (%d in a row): %v", s.APIJobID, count, err)}
-}
-
-// errorInfo is the run log's error for a failed call.
-func errorInfo(err error) *oxytype.ErrorInfo {
-	var ae *wsa.APIError
-	if errors.As(err, &ae) {
-		info := &oxytype.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
-		if ae.StatusCode != 0 {
-			code := ae.StatusCode
-			info.StatusCode = &code
-		}
-		return info
-	}
-	return &oxytype.ErrorInfo{Message: redact.String(err.Error())}
 }
 
 // hasStorageURL reports whether a payload asks the API to upload its result

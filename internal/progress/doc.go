@@ -22,8 +22,13 @@
 //
 // A success moves a doc forward only (an event that arrives late never moves
 // it back); a hard failure finishes it with the run-log state the stage chose;
-// a soft failure counts one retry. The first final outcome of a doc is the
-// one the watcher reports; each doc is finished once.
+// a soft failure counts one retry. Each finished doc is reported once, when
+// its first final event arrives. Which final event decides the doc is the run
+// log's own rule (runlog.DocOutcome): a later done beats a hard failure (the
+// written file is proof), a hard failure at a later stage beats one at an
+// earlier stage, and a hard failure at the status data type (a lost report)
+// finishes nothing. A later event that decides the doc changes the counts and
+// Problems, so both agree with the run log line by line.
 //
 // When the statusworker marks the run completed (after writing the run log),
 // the watcher reads the status stream up to its last event and stops. The

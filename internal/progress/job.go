@@ -3,7 +3,6 @@ package progress
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
@@ -93,13 +92,4 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// ResultFile returns the location of a job's result file in a destination:
-// "<destination>/<id>.json".
-func ResultFile(destination, id string) string {
-	if destination == "" {
-		return id + ".json"
-	}
-	return strings.TrimSuffix(destination, "/") + "/" + id + ".json"
 }

@@ -1,9 +1,11 @@
 package progress
 
 import (
+	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
+	"github.com/oxypipe/oxypipe/pkg/runlog"
 )
 
 // stage is where a doc stands, in pipeline order; a success only ever moves
@@ -19,17 +21,33 @@ const (
 )
 
 type doc struct {
-	stage    stage
-	final    oxytype.State
-	upload   uint8 // 0 none, 1 uploaded, 2 failed
+	stage  stage
+	final  oxytype.State
+	upload uint8 // 0 none, 1 uploaded, 2 failed
+	// marked: an event of the doc carried the may-have-billed mark, which
+	// sticks to the doc's error as it does in the run log.
+	marked   bool
 	apiJobID string
 	// payload is the redacted body, kept until the doc finishes.
 	payload []byte
 }
 
+// problem is where a finished doc that did not end done sits in
+// Tracker.problems, and the outcome that decided it.
+type problem struct {
+	index int
+	won   runlog.DocOutcome
+}
+
 // Tracker applies a run's status events to a per-doc state machine and keeps
 // the counts of Progress. It is the pure part of a Watcher (no I/O), for
 // callers that read the events themselves. It is not safe for concurrent use.
+//
+// Which event decides a doc's outcome is the run log's rule
+// (runlog.DocOutcome): a done beats a hard failure that came first, and a
+// hard failure at a later stage beats one at an earlier stage. So the
+// counts and Problems agree with the run log the run ends with, even when
+// a duplicate message's success arrives after a hard failure.
 type Tracker struct {
 	total       int
 	destination string
@@ -43,11 +61,12 @@ type Tracker struct {
 	retries     int
 	ignored     int
 	problems    []Job
+	problemAt   map[int]problem // doc position → its problem
 }
 
 // NewTracker returns a tracker for a run as announced: its Total payloads,
 // its Destination (for result file names) and its FinalDataType (default
-// messages.FinalDataType).
+// oxytype.FinalDataType).
 func NewTracker(ann messages.RunAnnounced) *Tracker {
 	final := ann.FinalDataType
 	if final == "" {
@@ -60,15 +79,18 @@ func NewTracker(ann messages.RunAnnounced) *Tracker {
 		final:       final,
 		docs:        make([]doc, total),
 		byFinal:     map[oxytype.State]int{},
+		problemAt:   map[int]problem{},
 	}
 	t.byStage[stageNew] = total
 	return t
 }
 
 // Apply applies one status event. When the event finishes its doc, Apply
-// returns the finished job and true; a doc finishes once, and later events
-// about it only count retries. Events about docs outside the run (an
-// unknown doc id, a position beyond the total) are ignored.
+// returns the finished job and true. A doc is reported once: a later event
+// that decides it instead (a done after a hard failure, a hard failure at a
+// later stage) changes the counts and Problems, not the job reported.
+// Events about docs outside the run (an unknown doc id, a position beyond
+// the total) are ignored.
 func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 	pos, err := messages.ParseDocID(ev.Doc)
 	if err != nil || pos >= t.total {
@@ -76,11 +98,22 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 		return Job{}, false
 	}
 	d := &t.docs[pos]
+	if ev.Error != nil && ev.Error.MayHaveBilled {
+		d.marked = true
+	}
 	if ev.Outcome == oxytype.SoftFailure {
 		t.retries++
 		return Job{}, false
 	}
+	won, final := runlog.FinalOutcome(t.final, ev.DataType,
+		ev.Outcome == oxytype.Success, ev.Outcome == oxytype.HardFailure, ev.State, ev.Time)
 	if d.stage == stageFinal {
+		if ev.APIJobID != "" {
+			d.apiJobID = ev.APIJobID
+		}
+		if final {
+			t.reconsider(pos, ev, won)
+		}
 		return Job{}, false
 	}
 	if d.payload == nil && len(ev.Payload) > 0 {
@@ -98,14 +131,17 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 			t.unuploaded++
 		}
 	}
-	switch ev.Outcome {
-	case oxytype.Success:
-		if ev.DataType == oxytype.DataWritten {
-			t.written++
-		}
-		if ev.DataType == t.final {
-			return t.finish(pos, ev, oxytype.Done), true
-		}
+	if ev.Outcome == oxytype.Success && ev.DataType == oxytype.DataWritten {
+		t.written++
+	}
+	if final {
+		t.byStage[d.stage]--
+		d.stage = stageFinal
+		payload := d.payload
+		d.payload = nil // the job carries it from here; the tracker no longer needs it
+		return t.finish(pos, ev, won, payload), true
+	}
+	if ev.Outcome == oxytype.Success {
 		switch ev.DataType {
 		case oxytype.DataPayload:
 			t.advance(d, stageFed)
@@ -114,13 +150,6 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 		case oxytype.DataDone:
 			t.advance(d, stageDone)
 		}
-		return Job{}, false
-	case oxytype.HardFailure:
-		state := ev.State
-		if !state.Valid() || state == oxytype.Done {
-			state = messages.FailureState(d.apiJobID)
-		}
-		return t.finish(pos, ev, state), true
 	}
 	return Job{}, false
 }
@@ -134,15 +163,40 @@ func (t *Tracker) advance(d *doc, to stage) {
 	d.stage = to
 }
 
-func (t *Tracker) finish(pos int, ev *messages.StatusEvent, state oxytype.State) Job {
-	d := &t.docs[pos]
-	t.byStage[d.stage]--
-	d.stage = stageFinal
-	d.final = state
-	t.byFinal[state]++
+// reconsider applies a final event about a doc that already finished: when
+// it decides the doc instead (runlog.DocOutcome.Beats), the doc's state,
+// counts and problem change to what it says. A done doc never changes.
+func (t *Tracker) reconsider(pos int, ev *messages.StatusEvent, won runlog.DocOutcome) {
+	p, ok := t.problemAt[pos]
+	if !ok || !won.Beats(p.won) {
+		return
+	}
+	old := t.problems[p.index]
+	t.byFinal[old.Status]--
+	t.problems = append(t.problems[:p.index], t.problems[p.index+1:]...)
+	delete(t.problemAt, pos)
+	for q, o := range t.problemAt {
+		if o.index > p.index {
+			o.index--
+			t.problemAt[q] = o
+		}
+	}
+	if ev.Outcome == oxytype.Success && ev.DataType == oxytype.DataWritten {
+		t.written++
+	}
+	t.finish(pos, ev, won, old.Payload)
+}
 
-	j := Job{Doc: pos, ID: d.apiJobID, Status: state, Payload: d.payload}
-	d.payload = nil // the job carries it from here; the tracker no longer needs it
+// finish records the doc at pos as decided by ev (whose outcome is won) and
+// returns its job.
+func (t *Tracker) finish(pos int, ev *messages.StatusEvent, won runlog.DocOutcome, payloadBody []byte) Job {
+	d := &t.docs[pos]
+	j := Job{Doc: pos, ID: d.apiJobID, Status: oxytype.Done, Payload: payloadBody}
+	if !won.Done {
+		j.Status, j.ID = runlog.FailureLine(ev.State, ev.APIJobID, d.apiJobID)
+	}
+	d.final = j.Status
+	t.byFinal[j.Status]++
 	if len(j.Payload) > 0 {
 		if p, err := payload.Parse(j.Payload, 0); err == nil {
 			j.Source = p.Source()
@@ -152,10 +206,10 @@ func (t *Tracker) finish(pos int, ev *messages.StatusEvent, state oxytype.State)
 	if d.upload != 0 {
 		j.Upload = ev.Upload
 	}
-	switch state {
+	switch j.Status {
 	case oxytype.Done:
 		if ev.DataType == oxytype.DataWritten && j.ID != "" {
-			j.File = ResultFile(t.destination, j.ID)
+			j.File = destination.ResultFile(t.destination, j.ID)
 		}
 	case oxytype.Faulted:
 		j.Stage = ev.DataType
@@ -167,8 +221,14 @@ func (t *Tracker) finish(pos int, ev *messages.StatusEvent, state oxytype.State)
 		if j.Error == nil {
 			j.Error = &oxytype.ErrorInfo{Message: ev.Reason}
 		}
+		if j.ID == "" && !j.Error.MayHaveBilled && d.marked {
+			e := *j.Error
+			e.MayHaveBilled = true
+			j.Error = &e
+		}
 	}
-	if state != oxytype.Done {
+	if j.Status != oxytype.Done {
+		t.problemAt[pos] = problem{index: len(t.problems), won: won}
 		t.problems = append(t.problems, j)
 	}
 	return j

@@ -250,3 +250,68 @@ func TestIncompleteRunErrorIsNilOrStopped(t *testing.T) {
 		t.Errorf("cause = %v", err.Cause)
 	}
 }
+
+// The tracker decides a doc by the run log's rule (runlog.DocOutcome), not
+// by the first final event: its Problems and counts end where the run log
+// does.
+func TestTrackerDecidesADocAsTheRunLogDoes(t *testing.T) {
+	t.Parallel()
+	const id = "7500000000000000001"
+	newRun := func() *progress.Tracker {
+		tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 1, Destination: "results"})
+		tr.Apply(success(0, oxytype.DataPayload, ""))
+		tr.Apply(success(0, oxytype.DataSubmitted, id))
+		return tr
+	}
+	t.Run("a written file after a hard failure makes the doc done", func(t *testing.T) {
+		t.Parallel()
+		tr := newRun()
+		if _, ok := tr.Apply(hard(0, oxytype.DataSubmitted, oxytype.Unfetched, id, nil, "stopped checking")); !ok {
+			t.Fatal("the hard failure did not finish the doc")
+		}
+		if _, ok := tr.Apply(success(0, oxytype.DataWritten, id)); ok {
+			t.Error("a doc was reported twice")
+		}
+		if p := tr.Progress(); len(tr.Problems()) != 0 || p.Done != 1 || p.Unfetched != 0 || p.Written != 1 || tr.Finished() != 1 {
+			t.Errorf("problems %+v, progress %+v; want none, 1 done and written", tr.Problems(), p)
+		}
+	})
+	t.Run("a hard failure at a later stage replaces one at an earlier stage", func(t *testing.T) {
+		t.Parallel()
+		tr := newRun()
+		tr.Apply(hard(0, oxytype.DataSubmitted, oxytype.Unfetched, id, nil, "poller gave up"))
+		tr.Apply(hard(0, oxytype.DataDone, oxytype.Unfetched, id, &oxytype.ErrorInfo{Message: "disk full"}, "writing"))
+		tr.Apply(hard(0, oxytype.DataSubmitted, oxytype.Unfetched, id, nil, "an older stage again"))
+		ps := tr.Problems()
+		if len(ps) != 1 || ps[0].Stage != oxytype.DataDone || ps[0].Error.Message != "disk full" || tr.Progress().Unfetched != 1 {
+			t.Errorf("problems %+v, progress %+v; want the writer's failure only", ps, tr.Progress())
+		}
+	})
+	t.Run("a done doc stays done", func(t *testing.T) {
+		t.Parallel()
+		tr := newRun()
+		tr.Apply(success(0, oxytype.DataWritten, id))
+		tr.Apply(hard(0, oxytype.DataDone, oxytype.Unfetched, id, nil, "a duplicate failed"))
+		if p := tr.Progress(); len(tr.Problems()) != 0 || p.Done != 1 || p.Unfetched != 0 {
+			t.Errorf("problems %+v, progress %+v; want 1 done", tr.Problems(), p)
+		}
+	})
+	t.Run("a lost report does not finish the doc", func(t *testing.T) {
+		t.Parallel()
+		tr := newRun()
+		if _, ok := tr.Apply(hard(0, oxytype.DataStatus, oxytype.Unsubmitted, "", nil, "undecodable")); ok || tr.Finished() != 0 {
+			t.Errorf("a hard failure at %q finished the doc", oxytype.DataStatus)
+		}
+	})
+	t.Run("the may-have-billed mark sticks to a doc without a job id", func(t *testing.T) {
+		t.Parallel()
+		tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 1})
+		tr.Apply(success(0, oxytype.DataPayload, ""))
+		tr.Apply(&messages.StatusEvent{Run: run, Doc: "0", DataType: oxytype.DataPayload, Outcome: oxytype.SoftFailure,
+			Facts: oxytype.Facts{Error: &oxytype.ErrorInfo{Message: "503", MayHaveBilled: true}}})
+		tr.Apply(hard(0, oxytype.DataPayload, oxytype.Unsubmitted, "", &oxytype.ErrorInfo{Message: "the run stopped"}, "stopped"))
+		if ps := tr.Problems(); len(ps) != 1 || !ps[0].Error.MayHaveBilled {
+			t.Errorf("problems %+v: want the mark kept", ps)
+		}
+	})
+}

@@ -45,6 +45,8 @@ func (w *StatusWorker) Handler() http.Handler {
 	mux.HandleFunc("GET /runs/{run}/failures", w.apiFailures)
 	mux.HandleFunc("GET /runs/{run}/errors", w.apiErrors)
 	mux.HandleFunc("GET /runs/{run}/docs/{doc}", w.apiDoc)
+	mux.HandleFunc("GET /feeds", w.apiFeeds)
+	mux.HandleFunc("GET /feeds/{feed}", w.apiFeed)
 	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s", r.URL.Path))
 	})

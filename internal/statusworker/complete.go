@@ -47,6 +47,11 @@ func (w *StatusWorker) checkCompletion(ctx context.Context, e runEntry, periodic
 		}
 	}()
 	rec := e.rec
+	if rec.Feed != nil && rec.Feed.Open {
+		// A standing feed's run, stopped or not: its total is known, and it
+		// can end, once the feed cuts it.
+		return nil
+	}
 	run, total := rec.Announced.Run, rec.Announced.Total
 	if at := rec.Expires(w.cfg.StopSettle); !at.IsZero() {
 		// A stopping run: checked as usual until its deadline, then ended

@@ -101,14 +101,19 @@ func (w *StatusWorker) Run(ctx context.Context) error {
 		}
 	}
 	runsCtx, stopRuns := context.WithCancel(context.WithoutCancel(ctx))
-	runsDone := make(chan struct{})
+	runsDone, feedsDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(runsDone)
 		w.runs.run(runsCtx)
 	}()
+	go func() {
+		defer close(feedsDone)
+		w.runFeeds(runsCtx)
+	}()
 	err = w.stage.Run(ctx)
 	stopRuns()
 	<-runsDone
+	<-feedsDone
 	return err
 }
 

@@ -412,7 +412,7 @@ func TestFaultAPayloadNearTheMessageLimitIsRejectedNotUnsubmitted(t *testing.T) 
 		t.Errorf("doc 1: %+v", ev)
 	}
 	if ev := byDoc["2"]; ev.Outcome != oxytype.Success || !bytes.Contains(ev.Payload, []byte(pad)) {
-		t.Errorf("doc 2: outcome %s", ev.Outcome)
+		t.Errorf("doc 2: outcome %s, state %s, reason %.300q", ev.Outcome, ev.State, ev.Reason)
 	}
 	if e.jobs() != 1 || e.counter("oxy_stage_messages_total", "dead_letter") != 0 {
 		t.Fatalf("%d jobs, %v dead letters; want 1 and 0", e.jobs(), e.counter("oxy_stage_messages_total", "dead_letter"))

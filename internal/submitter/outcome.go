@@ -35,7 +35,7 @@ func (s *Submitter) failed(ctx context.Context, it *item, err error) {
 		s.unknown(ctx, it, err)
 		return
 	}
-	info := errorInfo(err)
+	info := wsa.ErrorInfo(err)
 	if it.claim != nil && it.claim.Claim.MayHaveBilled {
 		// An earlier request of this doc left its outcome unknown: whatever
 		// this answer says, that one may have billed.
@@ -85,7 +85,7 @@ func (s *Submitter) unknown(ctx context.Context, it *item, err error) {
 		retries = it.claim.Claim.Retries
 	}
 	s.markUnknown(ctx, it, text)
-	info := markedInfo(errorInfo(err))
+	info := markedInfo(wsa.ErrorInfo(err))
 	reason := fmt.Sprintf("submitting %s failed: %s; %s", it.what(), text, oxytype.MayHaveBilledText)
 	if s.cfg.RetryUnknownOnce && retries == 0 && s.willRetry(it) {
 		s.met.count(outRetry)
@@ -114,20 +114,6 @@ func stopCause(err error) string {
 		return "the API returned " + redact.String(ae.Error())
 	}
 	return redact.String(err.Error())
-}
-
-// errorInfo is the run log's error for a failed submission.
-func errorInfo(err error) *oxytype.ErrorInfo {
-	var ae *wsa.APIError
-	if !errors.As(err, &ae) {
-		return &oxytype.ErrorInfo{Message: redact.String(err.Error())}
-	}
-	info := &oxytype.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
-	if ae.StatusCode > 0 {
-		code := ae.StatusCode
-		info.StatusCode = &code
-	}
-	return info
 }
 
 // markedInfo returns info with the may-have-billed mark: the structured

@@ -20,6 +20,8 @@
 //	OXY_SUBMITTED  oxy.submitted.*      work queue  WorkMaxAge (none)
 //	OXY_DONE       oxy.done.*           work queue  WorkMaxAge (none)
 //	OXY_STATUS     oxy.status.*         limits      none
+//	OXY_FEEDS      oxy.feed.*           limits      none
+//	               oxy.feedctl.*
 //
 // The three work streams use work-queue retention: a message is removed once
 // its stage acks it, so storage follows the work in flight, not the history,
@@ -34,7 +36,11 @@
 // acks them, because a statusworker with a memory ledger (the one-process
 // shape) rebuilds it on restart by reading the stream from the start. The
 // runs stream keeps each run's announcement and completion for watchers
-// (oxy run waits on oxy.run.<run>.completed).
+// (oxy run waits on oxy.run.<run>.completed). The feeds stream holds the
+// standing feeds' payloads and control messages, without an age limit, so
+// what a producer publishes while no statusworker runs waits there; its
+// consumers ([FeedControlConsumer], one [FeedConsumer] per feed) are the
+// statusworker's own and let one message be pending at a time.
 //
 // # Retention
 //
@@ -98,7 +104,9 @@
 //	bucket       key                         value
 //	oxy_claims   <run token>.<doc>           messages.Claim (JSON): claimed → submitted | released
 //	oxy_runs     <run token>                 messages.RunRecord (JSON): announced → ready | failed → stopping → completed
+//	oxy_feeds    <feed>                      messages.FeedRecord (JSON): open ⇄ paused → closing → closed → open
+//	oxy_feed_ids <feed>.<hash of the id>     messages.FeedAssignment (JSON): the run and doc of a producer's id, kept
 //
-// [Claims] and [Runs] wrap them with compare-and-set operations; every
+// [Claims], [Runs] and [Feeds] wrap them with compare-and-set operations; every
 // transition is conditional on the revision that was read.
 package topology

@@ -18,6 +18,7 @@ type Topology struct {
 	cfg    Config
 	claims *Claims
 	runs   *Runs
+	feeds  *Feeds
 }
 
 // StreamConfigs returns the stream configurations [Ensure] applies, for
@@ -46,16 +47,17 @@ func StreamConfigs(cfg Config) []jetstream.StreamConfig {
 		base(StreamSubmitted, "oxypipe submitted jobs to poll", []string{messages.AllSubmitted}, jetstream.WorkQueuePolicy, cfg.WorkMaxAge),
 		base(StreamDone, "oxypipe done jobs to write", []string{messages.AllDone}, jetstream.WorkQueuePolicy, cfg.WorkMaxAge),
 		base(StreamStatus, "oxypipe status events for the ledger", []string{messages.AllStatus}, jetstream.LimitsPolicy, 0),
+		feedStreamConfig(cfg),
 	}
 }
 
 // KeyValueConfigs returns the bucket configurations [Ensure] applies.
 func KeyValueConfigs(cfg Config) []jetstream.KeyValueConfig {
 	cfg = cfg.WithDefaults()
-	return []jetstream.KeyValueConfig{
+	return append([]jetstream.KeyValueConfig{
 		{Bucket: BucketClaims, Description: "oxypipe submission claims per doc", Storage: cfg.Storage, Replicas: cfg.Replicas},
 		{Bucket: BucketRuns, Description: "oxypipe run records", Storage: cfg.Storage, Replicas: cfg.Replicas},
-	}
+	}, feedBucketConfigs(cfg)...)
 }
 
 // ConsumerConfig returns the durable consumer configuration for a stage's
@@ -107,7 +109,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 			return nil, fmt.Errorf("topology: stream %s: %w", sc.Name, err)
 		}
 	}
-	var kvs [2]jetstream.KeyValue
+	var kvs [4]jetstream.KeyValue
 	for i, kc := range KeyValueConfigs(cfg) {
 		if err := retryRace(ctx, func() error {
 			var kv jetstream.KeyValue
@@ -123,7 +125,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 			return nil, fmt.Errorf("topology: bucket %s: %w", kc.Bucket, err)
 		}
 	}
-	return &Topology{js: js, cfg: cfg, claims: &Claims{kv: kvs[0]}, runs: &Runs{kv: kvs[1]}}, nil
+	return &Topology{js: js, cfg: cfg, claims: &Claims{kv: kvs[0]}, runs: &Runs{kv: kvs[1]}, feeds: &Feeds{kv: kvs[2], ids: kvs[3]}}, nil
 }
 
 // createStreamIfMissing creates the stream unless it exists; an existing
@@ -237,6 +239,9 @@ func (t *Topology) Claims() *Claims { return t.claims }
 
 // Runs returns the runs bucket.
 func (t *Topology) Runs() *Runs { return t.runs }
+
+// Feeds returns the feeds and feed-ids buckets.
+func (t *Topology) Feeds() *Feeds { return t.feeds }
 
 // retryRace retries op when it lost a creation race with another worker
 // (both saw "not found", one created, the other's create collided).

@@ -18,19 +18,20 @@ type APIFlags struct {
 	URL string
 }
 
-// RegisterFlags adds --api-url to fs, with env's OXY_API_URL as its default.
+// RegisterFlags adds --api-url to fs, with env's wsa.EnvBaseURL as its
+// default.
 func (a *APIFlags) RegisterFlags(fs *pflag.FlagSet, env *procenv.Env) {
-	fs.StringVar(&a.URL, "api-url", env.String("OXY_API_URL", wsa.DefaultBaseURL),
-		"base URL of the Web Scraper API, e.g. an emulator's (env OXY_API_URL); "+
-			"the credentials only from env OXY_WSA_USERNAME and OXY_WSA_PASSWORD")
+	fs.StringVar(&a.URL, "api-url", env.String(wsa.EnvBaseURL, wsa.DefaultBaseURL),
+		"base URL of the Web Scraper API, e.g. an emulator's (env "+wsa.EnvBaseURL+"); "+
+			"the credentials only from env "+wsa.EnvUsername+" and "+wsa.EnvPassword)
 }
 
 // Client builds the API client. Missing credentials and a bad URL are usage
 // errors (exit 2); use it in Spec.Check so they fail before anything connects.
 func (a *APIFlags) Client(env *procenv.Env) (*wsa.Client, error) {
-	user, pass := env.Get("OXY_WSA_USERNAME"), env.Get("OXY_WSA_PASSWORD")
+	user, pass := env.Get(wsa.EnvUsername), env.Get(wsa.EnvPassword)
 	if user == "" || pass == "" {
-		return nil, Usagef("the API credentials are missing: set OXY_WSA_USERNAME and OXY_WSA_PASSWORD")
+		return nil, Usagef("the API credentials are missing: set %s and %s", wsa.EnvUsername, wsa.EnvPassword)
 	}
 	c, err := wsa.New(wsa.Config{BaseURL: a.URL, Username: user, Password: pass})
 	if err != nil {

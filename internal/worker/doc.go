@@ -7,7 +7,7 @@
 //
 //	func main() { os.Exit(worker.Main(os.Args[1:], spec)) }
 //
-// where spec (package workerspec) names the stage, adds its own flags and
+// where spec (one of the packages under internal/workerspec) names the stage, adds its own flags and
 // builds its service from an Env: Env.Stage is the stage's runtime
 // configuration, Env.Serve its health checks and Run. The stage packages
 // themselves know nothing of processes, so the same stage code also runs

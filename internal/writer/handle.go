@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 
 	"github.com/oxypipe/oxypipe/internal/jsonvalid"
@@ -57,7 +56,7 @@ func (w *Writer) handle(ctx context.Context, m *stage.Msg) error {
 		}
 		info := &oxytype.ErrorInfo{Message: redact.String(err.Error())}
 		if kind == kindFetch || kind == kindExpired {
-			info = errorInfo(err)
+			info = wsa.ErrorInfo(err)
 		}
 		return w.fail(ctx, m, d, kind, err, info)
 	}
@@ -92,7 +91,7 @@ func (w *Writer) attempt(ctx context.Context, d *messages.Done) (n int64, kind s
 	return n, kind, false, err
 }
 
-// write streams the job's results body into "<id>.json" and returns the
+// write streams the job's results body into its result file and returns the
 // bytes written, or the kind of failure. The body is checked to be JSON on
 // its way (internal/jsonvalid): a body that is not (an HTML page from a
 // proxy, a body cut short) fails the read that would end it, so the atomic
@@ -107,7 +106,7 @@ func (w *Writer) write(ctx context.Context, dest destination.Destination, id str
 	}
 	defer res.Body.Close()
 	body := &countingReader{r: jsonvalid.NewReader(res.Body)}
-	if err := dest.Put(ctx, id+".json", body); err != nil {
+	if err := dest.Put(ctx, destination.ResultName(id), body); err != nil {
 		if body.err != nil {
 			return body.n, kindFetch, fmt.Errorf("reading the results of job %s: %w", id, body.err)
 		}
@@ -173,26 +172,7 @@ func (w *Writer) runEnded(ctx context.Context, run string) string {
 // poller treats it the same way). A destination that is full, denied or
 // missing is not hopeless: someone may fix it while the run's stop waits.
 func hopeless(err error) bool {
-	return errors.Is(err, errNoDestination) || errors.Is(err, wsa.ErrNotFound) || errors.Is(err, destination.ErrInvalidName) ||
-		errors.Is(err, destination.ErrInvalidLocation) || errors.Is(err, destination.ErrUnknownScheme)
-}
-
-// errorInfo is the run log's error for a failed fetch: the API's status code
-// (204 when the results expired), message and trace id.
-func errorInfo(err error) *oxytype.ErrorInfo {
-	if ae, ok := errors.AsType[*wsa.APIError](err); ok {
-		info := &oxytype.ErrorInfo{Message: ae.Message, TraceID: ae.TraceID}
-		if ae.StatusCode != 0 {
-			code := ae.StatusCode
-			info.StatusCode = &code
-		}
-		return info
-	}
-	if nc, ok := errors.AsType[*wsa.NoContentError](err); ok {
-		code := http.StatusNoContent
-		return &oxytype.ErrorInfo{StatusCode: &code, Message: redact.String(nc.Error())}
-	}
-	return &oxytype.ErrorInfo{Message: redact.String(err.Error())}
+	return errors.Is(err, errNoDestination) || errors.Is(err, wsa.ErrNotFound) || destination.IsInvalid(err)
 }
 
 // countingReader counts the bytes read and keeps the first read error, so

@@ -2,6 +2,7 @@ package destination
 
 import (
 	"errors"
+	"strings"
 	"syscall"
 
 	"github.com/oxypipe/oxypipe/pkg/destination/internal/core"
@@ -59,13 +60,17 @@ func ValidateName(name string) error { return core.ValidateName(name) }
 // connection, a 5xx) may pass and is worth a quick retry.
 //
 // It recognises the sentinels of this package and, for errors that did not
-// come through a destination, the operating system's error numbers.
+// come through a destination, the operating system's error numbers. Every
+// invalid error (IsInvalid) is permanent.
 func IsPermanent(err error) bool {
 	if err == nil {
 		return false
 	}
+	if IsInvalid(err) {
+		return true
+	}
 	for _, target := range []error{
-		ErrNoSpace, ErrAccessDenied, ErrLocationNotFound, ErrInvalidName, ErrInvalidLocation, ErrUnknownScheme,
+		ErrNoSpace, ErrAccessDenied, ErrLocationNotFound,
 		syscall.ENOSPC, syscall.EDQUOT, syscall.EACCES, syscall.EPERM, syscall.EROFS,
 	} {
 		if errors.Is(err, target) {
@@ -73,4 +78,38 @@ func IsPermanent(err error) bool {
 		}
 	}
 	return false
+}
+
+// IsInvalid reports whether err says the request itself can never succeed,
+// whoever acts on the store: the name is not a plain file name, or the
+// location cannot be a destination (it does not parse, or names an unknown
+// scheme). Unlike the other permanent failures, no one fixing a disk, a
+// permission or a bucket cures it, so retrying the same write later is
+// pointless too.
+func IsInvalid(err error) bool {
+	return errors.Is(err, ErrInvalidName) || errors.Is(err, ErrInvalidLocation) || errors.Is(err, ErrUnknownScheme)
+}
+
+// ResultName is the file name a done job's results body is written under:
+// "<job id>.json". Every writer of results (the pipeline's writer, `oxy get
+// -d`, recovery) uses it, so that a job is found under one name wherever it
+// was fetched.
+func ResultName(jobID string) string { return jobID + ".json" }
+
+// ResultFile is where a job's result file is, for showing to a user: the
+// destination's location (as given, credentials already redacted by the
+// caller) joined with ResultName, "results/<id>.json" or
+// "s3://bucket/prefix/<id>.json"; ResultName alone when location is "".
+func ResultFile(location, jobID string) string {
+	return JoinFile(location, ResultName(jobID))
+}
+
+// JoinFile is the location of the file name in a destination at location:
+// location and name joined with exactly one "/", or name alone when location
+// is "".
+func JoinFile(location, name string) string {
+	if location == "" {
+		return name
+	}
+	return strings.TrimSuffix(location, "/") + "/" + name
 }

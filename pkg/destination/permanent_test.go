@@ -98,3 +98,44 @@ func TestLocalPutIntoAFolderThatWentAway(t *testing.T) {
 		t.Fatalf("Put into a folder replaced by a file = %v, want ErrLocationNotFound, permanent", err)
 	}
 }
+
+// IsInvalid holds for exactly the failures of the request itself, and each
+// of them is permanent too.
+func TestIsInvalid(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{destination.ErrInvalidName, true},
+		{fmt.Errorf("open: %w", destination.ErrInvalidLocation), true},
+		{&destination.Error{Op: "open", Location: "ftp://x/", Err: destination.ErrUnknownScheme}, true},
+		{destination.ErrNoSpace, false},
+		{destination.ErrAccessDenied, false},
+		{destination.ErrLocationNotFound, false},
+		{syscall.ENOSPC, false},
+	}
+	for _, tc := range cases {
+		if got := destination.IsInvalid(tc.err); got != tc.want {
+			t.Errorf("IsInvalid(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+		if destination.IsInvalid(tc.err) && !destination.IsPermanent(tc.err) {
+			t.Errorf("IsInvalid(%v) but not IsPermanent", tc.err)
+		}
+	}
+}
+
+func TestResultFile(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ location, want string }{
+		{"", "7500000000000000001.json"},
+		{"results", "results/7500000000000000001.json"},
+		{"results/", "results/7500000000000000001.json"},
+		{"s3://bucket/prefix", "s3://bucket/prefix/7500000000000000001.json"},
+	} {
+		if got := destination.ResultFile(tc.location, "7500000000000000001"); got != tc.want {
+			t.Errorf("ResultFile(%q) = %q, want %q", tc.location, got, tc.want)
+		}
+	}
+}

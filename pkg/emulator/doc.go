@@ -33,7 +33,9 @@
 //     inputs under the same seed give the same ids and the same outcomes.
 //   - Behaviour per payload is scripted with Rules (always fault, stay pending,
 //     status check answers 404, submission fails N times, throttle, reject …)
-//     and per endpoint with Faults.
+//     and per endpoint with Faults. A rules file, the JSON form of both
+//     (Config.LoadRules, documented for users in RulesHelp), scripts them
+//     from outside a Go program.
 //   - It counts what would be billed (GET /_sandbox/stats and Stats), so a test
 //     can prove that no payload was submitted twice.
 //   - It must never be the bottleneck of a pipeline benchmark: jobs live in

@@ -31,6 +31,12 @@
 //	Done          oxy.done.<run>           the poller, when the job is done → writer
 //	StatusEvent   oxy.status.<run>         every stage, per doc and outcome → statusworker
 //	RunCompleted  oxy.run.<run>.completed  the statusworker, once per run
+//	FeedControl   oxy.feedctl.<feed>       a producer: open, pause, resume, close a standing feed
+//	FeedPayload   oxy.feed.<feed>          any producer, at any time        → statusworker
+//
+// docs/wire-contract.md states all of this for producers in other languages,
+// with a JSON Schema per message under docs/schemas/ that
+// TestSchemasMatchEncoders checks against the encoders here.
 //
 // Decoding is done with [DecodePayload], [DecodeSubmitted], [DecodeDone],
 // [DecodeStatusEvent], [DecodeRunAnnounced] and [DecodeRunCompleted]. They

@@ -72,7 +72,10 @@ type RunRecord struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// Completed is set with RunStateCompleted.
 	Completed *RunCompleted `json:"completed,omitempty"`
-	Extra     Extra         `json:"-"`
+	// Feed is set for a run of a standing feed (see FeedRecord). While
+	// Feed.Open its Announced.Total is not final and it cannot complete.
+	Feed  *RunFeed `json:"feed,omitempty"`
+	Extra Extra    `json:"-"`
 }
 
 var (

@@ -18,7 +18,7 @@ import (
 var (
 	// ErrNoCredentials: the API username or password is missing (and the
 	// client does not use the sandbox).
-	ErrNoCredentials = errors.New("oxy: the API username and password are required (OXY_WSA_USERNAME, OXY_WSA_PASSWORD), or use the sandbox")
+	ErrNoCredentials = errors.New("oxy: the API username and password are required (" + wsa.EnvUsername + ", " + wsa.EnvPassword + "), or use the sandbox")
 	// ErrNoDestination: Options.Destination is empty.
 	ErrNoDestination = errors.New("oxy: a destination is required")
 	// ErrClosed: the client was closed.

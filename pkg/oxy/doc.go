@@ -58,5 +58,7 @@
 //
 // A run-log line's payload is the body that was sent (credentials redacted):
 // parse it with payload.Parse and pass it to Execute again. Unfetched jobs
-// are fetched by id with Get or Save, at no cost.
+// are fetched by id with Get or Save, at no cost; Lookup reads a job's
+// status alone. These are the one fetcher of the module: `oxy get` and `oxy
+// recover` print what they find.
 package oxy

@@ -12,12 +12,16 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
-// FetchStatus is what Get found for a job id.
+// FetchStatus is what Lookup, Get or Save found for a job id. A failure to
+// ask (the network, a refused credential, a 5xx) or to write is not a
+// status but the error returned next to it.
 type FetchStatus string
 
-// The outcomes of Get.
+// The outcomes of Lookup, Get and Save.
 const (
-	// FetchDone: the job is done; Fetched.Body holds its results.
+	// FetchDone: the job is done; from Get and Save, Fetched.Body holds its
+	// results; from Lookup, which reads no results, it is done at the API
+	// (its results may have expired since: Get tells).
 	FetchDone FetchStatus = "done"
 	// FetchPending: the job is not finished yet; ask again later.
 	FetchPending FetchStatus = "pending"
@@ -54,6 +58,8 @@ type Fetched struct {
 	File string
 	// Message is the API's answer for an unknown id ("Query not found.").
 	Message string
+
+	cause error // the API's answer behind an unknown id
 }
 
 // Err returns nil for a done job, else a *JobError saying why there is no
@@ -63,7 +69,7 @@ func (f *Fetched) Err() error {
 	if f.Status == FetchDone {
 		return nil
 	}
-	return &JobError{ID: f.ID, Status: f.Status, Message: f.Message}
+	return &JobError{ID: f.ID, Status: f.Status, Message: f.Message, Err: f.cause}
 }
 
 // JobError says why Get has no result for a job.
@@ -71,7 +77,13 @@ type JobError struct {
 	ID      string
 	Status  FetchStatus
 	Message string
+	// Err is the API's answer behind an unknown id (a *wsa.APIError with
+	// status 404), nil otherwise.
+	Err error
 }
+
+// Unwrap returns the API's answer behind the outcome, if any.
+func (e *JobError) Unwrap() error { return e.Err }
 
 // Error implements error: "job 7500000000000000001 is pending".
 func (e *JobError) Error() string {
@@ -106,8 +118,36 @@ func (e *JobError) Is(target error) bool {
 	return false
 }
 
-// Get fetches a job by id from the API (client-origin B7): its results when
-// it is done, else its status. Pending, faulted, expired and unknown jobs are
+// Lookup reads a job's status by id, without its results: done (at the
+// API), pending, faulted or unknown. One status request; it costs nothing.
+// The error is for failures to ask (network, 401, 5xx).
+func (c *Client) Lookup(ctx context.Context, id string) (*Fetched, error) {
+	api, err := c.apiClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fetched{ID: id}
+	job, err := api.Status(ctx, id)
+	switch {
+	case errors.Is(err, wsa.ErrNotFound):
+		return unknown(f, err), nil
+	case err != nil:
+		return nil, fmt.Errorf("oxy: look up job %s: %w", id, err)
+	}
+	f.Job = job
+	switch job.Status {
+	case wsa.JobPending:
+		f.Status = FetchPending
+	case wsa.JobFaulted:
+		f.Status = FetchFaulted
+	default:
+		f.Status = FetchDone
+	}
+	return f, nil
+}
+
+// Get fetches a job by id from the API: its results when it is done, else
+// its status. Pending, faulted, expired and unknown jobs are
 // outcomes (Fetched.Status, Fetched.Err), not errors; the error is for
 // failures to ask (network, 401, 5xx). Get writes nothing; see Save. Reading
 // a job costs nothing.
@@ -165,7 +205,7 @@ func (c *Client) Get(ctx context.Context, id string) (*Fetched, error) {
 }
 
 func unknown(f *Fetched, err error) *Fetched {
-	f.Status = FetchUnknown
+	f.Status, f.cause = FetchUnknown, err
 	var apiErr *wsa.APIError
 	if errors.As(err, &apiErr) {
 		f.Message = apiErr.Message
@@ -180,10 +220,9 @@ func (c *Client) Save(ctx context.Context, id string, dest destination.Destinati
 	if err != nil || f.Status != FetchDone {
 		return f, err
 	}
-	name := id + ".json"
-	if err := dest.Put(ctx, name, bytes.NewReader(f.Body)); err != nil {
+	if err := dest.Put(ctx, destination.ResultName(id), bytes.NewReader(f.Body)); err != nil {
 		return f, fmt.Errorf("oxy: save job %s: %w", id, err)
 	}
-	f.File = dest.String() + "/" + name
+	f.File = destination.ResultFile(dest.String(), id)
 	return f, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
+	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 func TestNothingBillsWhenARunCannotStart(t *testing.T) {
@@ -139,6 +140,25 @@ func TestGet(t *testing.T) {
 			t.Errorf("%s: body %d bytes, Err() = %v", name, len(f.Body), f.Err())
 		}
 	}
+
+	t.Run("lookup reads the status only", func(t *testing.T) {
+		before := cl.Emulator().Emulator.Stats().Requests[emulator.EndpointResults]
+		for name, status := range map[string]oxy.FetchStatus{
+			"done": oxy.FetchDone, "pending": oxy.FetchPending, "fault": oxy.FetchFaulted, "unknown": oxy.FetchUnknown,
+		} {
+			f, err := c.Lookup(ctx, ids[name])
+			if err != nil || f.Status != status || f.Body != nil {
+				t.Errorf("Lookup(%s) = %+v, %v; want %s and no body", name, f, err, status)
+			}
+		}
+		unknown, _ := c.Lookup(ctx, ids["unknown"])
+		if !errors.Is(unknown.Err(), wsa.ErrNotFound) || !errors.Is(unknown.Err(), oxy.ErrJobUnknown) {
+			t.Errorf("an unknown job's Err() = %v: want it to carry the API's 404", unknown.Err())
+		}
+		if after := cl.Emulator().Emulator.Stats().Requests[emulator.EndpointResults]; after != before {
+			t.Errorf("Lookup read results %d times", after-before)
+		}
+	})
 
 	t.Run("save writes the body of a done job only", func(t *testing.T) {
 		dir := t.TempDir()

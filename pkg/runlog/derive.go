@@ -66,9 +66,11 @@ const (
 // When a doc has hard failures at several stages the one at the latest stage
 // of the pipeline wins (stages the derivation does not know rank below the
 // pipeline's), then the latest by time. A hard failure at oxytype.DataStatus
-// (a lost report about the doc, not an outcome of it) does not count. The
-// payload is the one recorded at oxytype.DataPayload, else any recorded one,
-// redacted again for safety.
+// (a lost report about the doc, not an outcome of it) does not count. Which
+// fact decides is DocOutcome's rule (FinalOutcome, Beats, FailureLine), the
+// one the live progress applies to the status events too. The payload is the
+// one recorded at oxytype.DataPayload, else any recorded one, redacted again
+// for safety.
 func Derive(finalDataType oxytype.DataType, recs []Record) (Line, bool) {
 	line, resolved := derive(finalDataType, recs)
 	if line.ID == nil && line.Error != nil && !line.Error.MayHaveBilled && anyMarked(recs) {
@@ -88,26 +90,26 @@ func derive(finalDataType oxytype.DataType, recs []Record) (line Line, resolved 
 	line.Upload = pickUpload(recs, finalDataType)
 	anyID := pickJobID(recs, finalDataType)
 
-	for _, r := range recs {
-		if r.DataType == finalDataType && r.Success {
-			id := r.APIJobID
-			if id == "" {
-				id = anyID
-			}
-			line.State, line.ID = oxytype.Done, idPtr(id)
-			return line, true
-		}
-	}
-
-	var hard *Record
+	// The record that decides the doc: the one rule the live progress
+	// applies too (DocOutcome).
+	var (
+		hard *Record
+		won  DocOutcome
+	)
 	for i := range recs {
 		r := &recs[i]
-		if r.HardFailure == "" || r.DataType == oxytype.DataStatus {
-			continue // a success, a soft failure, or a lost report: not final
+		o, final := FinalOutcome(finalDataType, r.DataType, r.Success, r.HardFailure != "", r.State, r.Time)
+		if final && (hard == nil || o.Beats(won)) {
+			hard, won = r, o
 		}
-		if hard == nil || laterFailure(r, hard) {
-			hard = r
+	}
+	if hard != nil && won.Done {
+		id := hard.APIJobID
+		if id == "" {
+			id = anyID
 		}
+		line.State, line.ID = oxytype.Done, idPtr(id)
+		return line, true
 	}
 	if hard == nil {
 		state := oxytype.Unsubmitted
@@ -119,23 +121,7 @@ func derive(finalDataType oxytype.DataType, recs []Record) (line Line, resolved 
 		return line, false
 	}
 
-	id := hard.APIJobID
-	state := hard.State
-	switch state {
-	case oxytype.Faulted, oxytype.Unfetched:
-		if id == "" {
-			id = anyID
-		}
-	case oxytype.Rejected, oxytype.Unsubmitted:
-	default:
-		if id == "" {
-			id = anyID
-		}
-		state = oxytype.Unsubmitted
-		if id != "" {
-			state = oxytype.Unfetched
-		}
-	}
+	state, id := FailureLine(hard.State, hard.APIJobID, anyID)
 	line.State, line.ID = state, idPtr(id)
 	if state != oxytype.Faulted {
 		if hard.Error != nil {
@@ -158,16 +144,6 @@ func anyMarked(recs []Record) bool {
 		}
 	}
 	return false
-}
-
-// laterFailure reports whether hard failure a outranks b: a later pipeline
-// stage, then a later time.
-func laterFailure(a, b *Record) bool {
-	ra, rb := a.DataType.Rank(), b.DataType.Rank()
-	if ra != rb {
-		return ra > rb
-	}
-	return a.Time.After(b.Time)
 }
 
 func pickPayload(recs []Record) json.RawMessage {

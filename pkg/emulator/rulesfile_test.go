@@ -1,4 +1,4 @@
-package cli
+package emulator_test
 
 import (
 	"strings"
@@ -13,7 +13,7 @@ func TestRulesFile(t *testing.T) {
 	t.Run("maps every key onto the emulator's rules, faults and settings", func(t *testing.T) {
 		t.Parallel()
 		var cfg emulator.Config
-		err := parseRules([]byte(`{
+		err := cfg.ParseRules([]byte(`{
 			"rules": [
 				{"source": "universal", "pattern": "products/1$",
 				 "outcome": {"status_failure": {"status": 404, "message": "Not Found", "times": 1}}},
@@ -22,7 +22,7 @@ func TestRulesFile(t *testing.T) {
 			],
 			"faults": [{"on": ["submit", "batch"], "status": 503, "times": 2, "probability": 0.5}],
 			"job_time": "250ms", "seed": 7, "fault_rate": 0.25, "rate_limit": 5000, "render_rate_limit": 40
-		}`), &cfg)
+		}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func TestRulesFile(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			var cfg emulator.Config
-			err := parseRules([]byte(c.json), &cfg)
+			err := cfg.ParseRules([]byte(c.json))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error %v, want %q", err, c.want)
 			}

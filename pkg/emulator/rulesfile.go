@@ -1,4 +1,4 @@
-package cli
+package emulator
 
 import (
 	"bytes"
@@ -10,14 +10,13 @@ import (
 	"regexp"
 	"sync/atomic"
 	"time"
-
-	"github.com/oxypipe/oxypipe/pkg/emulator"
 )
 
-// A rules file scripts the emulator from the command line (`oxy sandbox
-// --rules FILE`, `oxy run --sandbox-rules FILE`): which payloads fault, stay
+// A rules file scripts the emulator from a file (the CLI's `oxy sandbox
+// --rules FILE` and `oxy run --sandbox-rules FILE`): which payloads fault, stay
 // pending, get a 404 on their status check, are rejected, and which endpoints
-// fail. It is the JSON form of emulator.Rule and emulator.Fault:
+// fail. It is the JSON form of Rule and Fault (RulesHelp documents it for
+// users):
 //
 //	{
 //	  "rules": [
@@ -51,7 +50,7 @@ type rulesFile struct {
 	RenderRateLimit *int `json:"render_rate_limit"`
 }
 
-// ruleJSON is an emulator.Rule: every condition that is set must hold.
+// ruleJSON is an Rule: every condition that is set must hold.
 type ruleJSON struct {
 	// Source limits the rule to one source.
 	Source string `json:"source"`
@@ -65,7 +64,7 @@ type ruleJSON struct {
 	Outcome outcomeJSON `json:"outcome"`
 }
 
-// outcomeJSON is an emulator.Outcome.
+// outcomeJSON is an Outcome.
 type outcomeJSON struct {
 	Reject           *rejectionJSON `json:"reject"`
 	Throttle         bool           `json:"throttle"`
@@ -86,14 +85,14 @@ type outcomeJSON struct {
 	ResultsTTL       duration       `json:"results_ttl"`
 }
 
-// rejectionJSON is an emulator.Rejection.
+// rejectionJSON is an Rejection.
 type rejectionJSON struct {
 	Status  int      `json:"status"`
 	Message string   `json:"message"`
 	Errors  []string `json:"errors"`
 }
 
-// failureJSON is an emulator.Failure.
+// failureJSON is an Failure.
 type failureJSON struct {
 	Status      int    `json:"status"`
 	Message     string `json:"message"`
@@ -104,7 +103,7 @@ type failureJSON struct {
 	Body        string `json:"body"`
 }
 
-// faultJSON is an emulator.Fault: the failure's keys sit next to "on" and
+// faultJSON is an Fault: the failure's keys sit next to "on" and
 // "probability".
 type faultJSON struct {
 	On []string `json:"on"`
@@ -128,21 +127,23 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// loadRules reads a rules file into cfg: its rules and faults go after
-// those cfg has, its settings replace cfg's.
-func loadRules(path string, cfg *emulator.Config) error {
+// LoadRules reads the rules file at path into c (see RulesHelp for the
+// format): its rules and faults go after those c has, its settings replace
+// c's. An unknown key is an error, so that a typo does not silently script
+// nothing; the error names the file and the key or rule at fault.
+func (c *Config) LoadRules(path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("rules file: %w", err)
 	}
-	if err := parseRules(data, cfg); err != nil {
+	if err := c.ParseRules(data); err != nil {
 		return fmt.Errorf("rules file %s: %w", path, err)
 	}
 	return nil
 }
 
-// parseRules maps the JSON form onto cfg.
-func parseRules(data []byte, cfg *emulator.Config) error {
+// ParseRules is LoadRules of a rules file's contents.
+func (c *Config) ParseRules(data []byte) error {
 	var f rulesFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -153,7 +154,7 @@ func parseRules(data []byte, cfg *emulator.Config) error {
 		return errors.New("more than one JSON value")
 	}
 	for i, r := range f.Rules {
-		rule := emulator.Rule{Source: r.Source, Outcome: r.Outcome.outcome()}
+		rule := Rule{Source: r.Source, Outcome: r.Outcome.outcome()}
 		if r.Pattern != "" {
 			re, err := regexp.Compile(r.Pattern)
 			if err != nil {
@@ -167,28 +168,28 @@ func parseRules(data []byte, cfg *emulator.Config) error {
 		if r.Times > 0 {
 			rule.Match = firstN(r.Times)
 		}
-		cfg.Rules = append(cfg.Rules, rule)
+		c.Rules = append(c.Rules, rule)
 	}
 	for _, ft := range f.Faults {
-		fault := emulator.Fault{Failure: ft.failure(), Probability: ft.Probability}
+		fault := Fault{Failure: ft.failure(), Probability: ft.Probability}
 		for _, on := range ft.On {
-			fault.On = append(fault.On, emulator.Endpoint(on))
+			fault.On = append(fault.On, Endpoint(on))
 		}
-		cfg.Faults = append(cfg.Faults, fault)
+		c.Faults = append(c.Faults, fault)
 	}
 	if f.JobTime != nil {
-		cfg.JobTime = time.Duration(*f.JobTime)
+		c.JobTime = time.Duration(*f.JobTime)
 	}
-	setIf(&cfg.TimeScale, f.TimeScale)
-	setIf(&cfg.Seed, f.Seed)
-	setIf(&cfg.FaultRate, f.FaultRate)
-	setIf(&cfg.ErrorRate, f.ErrorRate)
-	setIf(&cfg.DropRate, f.DropRate)
+	setIf(&c.TimeScale, f.TimeScale)
+	setIf(&c.Seed, f.Seed)
+	setIf(&c.FaultRate, f.FaultRate)
+	setIf(&c.ErrorRate, f.ErrorRate)
+	setIf(&c.DropRate, f.DropRate)
 	for _, l := range []struct {
 		name string
 		v    *int
 		dst  *int
-	}{{"rate_limit", f.RateLimit, &cfg.RateLimit}, {"render_rate_limit", f.RenderRateLimit, &cfg.RenderRateLimit}} {
+	}{{"rate_limit", f.RateLimit, &c.RateLimit}, {"render_rate_limit", f.RenderRateLimit, &c.RenderRateLimit}} {
 		if l.v == nil {
 			continue
 		}
@@ -203,9 +204,9 @@ func parseRules(data []byte, cfg *emulator.Config) error {
 // firstN returns a Rule.Match that holds for the first n submissions it is
 // asked about. The emulator asks only once the rule's source and pattern
 // matched, so the count is of the submissions the rule otherwise matches.
-func firstN(n int64) func(emulator.Submission) bool {
+func firstN(n int64) func(Submission) bool {
 	var seen atomic.Int64
-	return func(emulator.Submission) bool { return seen.Add(1) <= n }
+	return func(Submission) bool { return seen.Add(1) <= n }
 }
 
 func setIf[T any](dst *T, v *T) {
@@ -214,8 +215,8 @@ func setIf[T any](dst *T, v *T) {
 	}
 }
 
-func (o outcomeJSON) outcome() emulator.Outcome {
-	out := emulator.Outcome{
+func (o outcomeJSON) outcome() Outcome {
+	out := Outcome{
 		Throttle:         o.Throttle,
 		Fault:            o.Fault,
 		FaultStatusCode:  o.FaultStatusCode,
@@ -231,7 +232,7 @@ func (o outcomeJSON) outcome() emulator.Outcome {
 		ResultsTTL:       time.Duration(o.ResultsTTL),
 	}
 	if o.Reject != nil {
-		out.Reject = &emulator.Rejection{Status: o.Reject.Status, Message: o.Reject.Message, Errors: o.Reject.Errors}
+		out.Reject = &Rejection{Status: o.Reject.Status, Message: o.Reject.Message, Errors: o.Reject.Errors}
 	}
 	out.SubmitFailure = o.SubmitFailure.ptr()
 	out.StatusFailure = o.StatusFailure.ptr()
@@ -239,7 +240,7 @@ func (o outcomeJSON) outcome() emulator.Outcome {
 	return out
 }
 
-func (f *failureJSON) ptr() *emulator.Failure {
+func (f *failureJSON) ptr() *Failure {
 	if f == nil {
 		return nil
 	}
@@ -247,6 +248,25 @@ func (f *failureJSON) ptr() *emulator.Failure {
 	return &v
 }
 
-func (f failureJSON) failure() emulator.Failure {
-	return emulator.Failure{Status: f.Status, Message: f.Message, Drop: f.Drop, Times: f.Times, AfterCreate: f.AfterCreate, CutBody: f.CutBody, Body: f.Body}
+func (f failureJSON) failure() Failure {
+	return Failure(f) // the same fields: a field added to one and not the other fails to compile
 }
+
+// RulesHelp documents the rules file format for users, in the words of a
+// command's --help.
+const RulesHelp = `Rules file (JSON): scripted outcomes per payload, failures per endpoint, settings:
+  {"rules": [{"source": "universal", "pattern": "products/1$",
+              "outcome": {"status_failure": {"status": 404, "message": "Not Found"}}},
+             {"pattern": "products/2$", "times": 1, "outcome": {"fault": true}}],
+   "faults": [{"on": ["submit"], "status": 503, "times": 2}],
+   "job_time": "1s"}
+  A rule matches a submission by source and a regexp on its input; "times": N applies it
+  to the first N matching submissions only.
+  outcome keys: reject {status, message, errors}, throttle, submit_failure, fault,
+  fault_status_code, done, stay_pending, job_time, status_failure, results_failure,
+  target_status_code, parse_status_code, content, content_size, upload_code,
+  upload_delay, results_ttl; a failure is {status, message, drop, times, after_create,
+  cut_body, body} (times: how many requests fail for each input or job; body: sent as it
+  is, with status, default 200, e.g. an HTML page in place of results).
+  settings: job_time, time_scale, seed, fault_rate, error_rate, drop_rate, and
+  rate_limit, render_rate_limit (jobs per second; default 50 and 13, a Starter plan's).`

@@ -1,4 +1,4 @@
-package workerspec
+package submitterspec
 
 import (
 	"context"
@@ -46,10 +46,10 @@ func (s *submitterSettings) register(fs *pflag.FlagSet, env *procenv.Env) {
 		"costs a second bill for each such payload whose first request created a job; off: it ends unsubmitted, marked may_have_billed (env OXY_RETRY_UNKNOWN_ONCE)")
 }
 
-// Submitter describes the submitter binary. tune, when set, adjusts the
+// Spec describes the submitter binary. tune, when set, adjusts the
 // stage's configuration after the flags filled it in and before the stage
 // is created (tests give their timings so).
-func Submitter(tune func(*submitter.Config)) worker.Spec {
+func Spec(tune func(*submitter.Config)) worker.Spec {
 	s := &submitterSettings{}
 	return worker.Spec{
 		Name:    "submitter",

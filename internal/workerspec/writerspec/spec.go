@@ -1,4 +1,4 @@
-package workerspec
+package writerspec
 
 import (
 	"context"
@@ -29,10 +29,10 @@ AZURE_STORAGE_KEY, AZURE_STORAGE_CONNECTION_STRING, ....
 
 The API credentials are read from OXY_WSA_USERNAME and OXY_WSA_PASSWORD only.`
 
-// Writer describes the writer binary. tune, when set, adjusts the stage's
+// Spec describes the writer binary. tune, when set, adjusts the stage's
 // configuration after the flags filled it in and before the stage is
 // created (tests give their timings so).
-func Writer(tune func(*writer.Config)) worker.Spec {
+func Spec(tune func(*writer.Config)) worker.Spec {
 	var (
 		api    worker.APIFlags
 		client *wsa.Client

@@ -1,21 +1,17 @@
-package workerspec
+package statusworkerspec
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"time"
 
 	"github.com/spf13/pflag"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.uber.org/zap"
 
 	"github.com/oxypipe/oxypipe/internal/procenv"
-	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/internal/statusworker"
 	"github.com/oxypipe/oxypipe/internal/worker"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
-	"github.com/oxypipe/oxypipe/pkg/retry"
 )
 
 const statusWorkerSummary = `Applies the stages' status events to the job-results ledger (acked only
@@ -48,10 +44,10 @@ type statusWorkerSettings struct {
 	mongoURI   string // environment only: it may hold a password
 }
 
-// StatusWorker describes the statusworker binary. tune, when set, adjusts
+// Spec describes the statusworker binary. tune, when set, adjusts
 // the stage's configuration after the flags filled it in and before the
 // stage is created (tests give their timings so).
-func StatusWorker(tune func(*statusworker.Config)) worker.Spec {
+func Spec(tune func(*statusworker.Config)) worker.Spec {
 	var s statusWorkerSettings
 	return worker.Spec{
 		Name:    "statusworker",
@@ -66,7 +62,7 @@ func StatusWorker(tune func(*statusworker.Config)) worker.Spec {
 
 func (s *statusWorkerSettings) register(fs *pflag.FlagSet, env *procenv.Env) {
 	s.mongoURI = env.Get("MONGODB_URI")
-	fs.StringVar(&s.database, "mongodb-database", env.String("OXY_MONGODB_DATABASE", "oxypipe"),
+	fs.StringVar(&s.database, "mongodb-database", env.String("OXY_MONGODB_DATABASE", jobresults.DefaultDatabase),
 		"MongoDB database of the ledger (env OXY_MONGODB_DATABASE); the server comes from MONGODB_URI (environment only)")
 	fs.StringVar(&s.collection, "mongodb-collection", env.String("OXY_MONGODB_COLLECTION", jobresults.DefaultCollection),
 		"MongoDB collection of the ledger (env OXY_MONGODB_COLLECTION)")
@@ -103,7 +99,11 @@ func setupStatusWorker(ctx context.Context, env *worker.Env, s statusWorkerSetti
 		disconnect = func() {}
 	)
 	if mongoURI != "" {
-		store, client, err := openMongo(ctx, s, mongoURI)
+		store, disconnectMongo, err := jobresults.OpenMongo(ctx, mongoURI, "oxypipe-statusworker",
+			jobresults.MongoConfig{Database: s.database, Collection: s.collection, TTL: s.ttl})
+		if errors.Is(err, jobresults.ErrInvalidConfig) {
+			return nil, worker.Usagef("%v", err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -111,7 +111,7 @@ func setupStatusWorker(ctx context.Context, env *worker.Env, s statusWorkerSetti
 		disconnect = func() {
 			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			_ = client.Disconnect(dctx)
+			disconnectMongo(dctx)
 		}
 		env.Log.Info("ledger: MongoDB", zap.String("database", s.database), zap.String("collection", s.collection))
 	} else {
@@ -139,26 +139,4 @@ func setupStatusWorker(ctx context.Context, env *worker.Env, s statusWorkerSetti
 		defer disconnect()
 		return run(ctx)
 	}, nil
-}
-
-// openMongo connects to the ledger's MongoDB and prepares its collection
-// (indexes, TTL), retrying while the server is briefly unreachable. Errors
-// never show the URI's credentials.
-func openMongo(ctx context.Context, s statusWorkerSettings, uri string) (*jobresults.MongoStore, *mongo.Client, error) {
-	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetAppName("oxypipe-statusworker"))
-	if err != nil {
-		return nil, nil, worker.Usagef("MONGODB_URI: %s", redact.String(err.Error()))
-	}
-	store, err := jobresults.NewMongoStore(client, jobresults.MongoConfig{Database: s.database, Collection: s.collection, TTL: s.ttl})
-	if err != nil {
-		_ = client.Disconnect(context.Background())
-		return nil, nil, worker.Usagef("%v", err)
-	}
-	err = retry.Do(ctx, retry.Policy{Initial: 500 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: time.Minute,
-		Retryable: retry.On(jobresults.ErrTransient)}, store.Setup)
-	if err != nil {
-		_ = client.Disconnect(context.Background())
-		return nil, nil, fmt.Errorf("mongodb ledger setup: %s", redact.String(err.Error()))
-	}
-	return store, client, nil
 }

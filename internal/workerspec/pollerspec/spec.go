@@ -1,4 +1,4 @@
-package workerspec
+package pollerspec
 
 import (
 	"context"
@@ -20,10 +20,10 @@ one, a job the API no longer knows (404), one still pending after
 
 The API credentials are read from OXY_WSA_USERNAME and OXY_WSA_PASSWORD only.`
 
-// Poller describes the poller binary. tune, when set, adjusts the stage's
+// Spec describes the poller binary. tune, when set, adjusts the stage's
 // configuration after the flags filled it in and before the stage is
 // created (tests give their timings so).
-func Poller(tune func(*poller.Config)) worker.Spec {
+func Spec(tune func(*poller.Config)) worker.Spec {
 	var (
 		api          worker.APIFlags
 		client       *wsa.Client
