@@ -75,9 +75,13 @@ var floors = map[string]int{
 	"internal/statusworker": 5,
 
 	// 6: the stages assembled into processes.
-	"internal/local":      6,
-	"internal/worker":     6,
-	"internal/workerspec": 6,
+	"internal/local":                       6,
+	"internal/worker":                      6,
+	"internal/workerspec":                  6,
+	"internal/workerspec/submitterspec":    6,
+	"internal/workerspec/pollerspec":       6,
+	"internal/workerspec/writerspec":       6,
+	"internal/workerspec/statusworkerspec": 6,
 
 	// 7: the public entry point.
 	"pkg/oxy": 7,
