@@ -8,8 +8,8 @@ import (
 )
 
 // Progress cadence: a terminal's live line is redrawn often; elsewhere (a
-// log file, CI) a line is printed every 10 seconds (reference B2's
-// progress_interval).
+// log file, CI) a line is printed every 10 seconds, often enough to follow a
+// long run and rare enough not to flood its log.
 const (
 	liveInterval = 250 * time.Millisecond
 	lineInterval = 10 * time.Second

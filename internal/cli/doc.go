@@ -7,7 +7,7 @@
 // pkg/destination, pkg/emulator), so that a program using the Go API and a
 // user at a shell get the same behaviour.
 //
-// The contract with the user is the origin client's (reference B7):
+// The contract with the user, which scripts rely on:
 //
 //   - stdout carries JSON lines only, one per job, so the output pipes into jq;
 //   - stderr carries progress and lines prefixed "warning:", "hint:" or

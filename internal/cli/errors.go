@@ -10,7 +10,8 @@ import (
 	"github.com/oxypipe/oxypipe/internal/redact"
 )
 
-// Exit codes of oxy (reference B7).
+// Exit codes of oxy: a script tells a complete run (0) from one with
+// payloads to recover (1) and from input refused before anything billed (2).
 const (
 	// ExitOK: every payload done; faulted jobs alone are reported, not an
 	// error.

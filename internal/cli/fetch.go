@@ -127,8 +127,8 @@ func (f *fetcher) fetch(ctx context.Context, id string) fetchOutcome {
 	return out
 }
 
-// describeJob names a job the way the origin client's log lines do:
-// "universal https://sandbox.oxylabs.io/products/2".
+// describeJob names a job by its source and input, as every log line and
+// report names a payload: "universal https://sandbox.oxylabs.io/products/2".
 func describeJob(job wsa.Job) string {
 	return strings.TrimSpace(job.Source + " " + jobInput(job))
 }

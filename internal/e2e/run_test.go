@@ -64,8 +64,8 @@ func TestQuickStart(t *testing.T) {
 	}
 }
 
-// TestSeedExample is the seed's run-log example: one job whose status check
-// gets a 404, one that faults, one done.
+// TestSeedExample runs the three-payload example of examples/sandbox-rules.json: one job whose status
+// check gets a 404, one that faults, one done.
 func TestSeedExample(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -83,7 +83,7 @@ func TestSeedExample(t *testing.T) {
 		"\n" +
 		"1 unfetched\n"
 	if !strings.Contains(res.stderr, wantReport) {
-		t.Errorf("stderr lacks the seed's report:\n%s\nstderr:\n%s", wantReport, res.stderr)
+		t.Errorf("stderr lacks the example's report:\n%s\nstderr:\n%s", wantReport, res.stderr)
 	}
 	if got := progressCounts(t, nonEmptyLines(res.stderr)[len(nonEmptyLines(res.stderr))-2]); got != "1/3 done, 1 faulted, 1 unfetched, 1 written" {
 		t.Errorf("progress line %q", got)
@@ -123,7 +123,7 @@ func TestSeedExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("run log:\n%s\nwant the seed's three lines", data)
+		t.Errorf("run log:\n%s\nwant the example's three lines", data)
 	}
 	if !strings.HasPrefix(filepath.Base(path), "20") || !strings.HasSuffix(path, "Z.jsonl") {
 		t.Errorf("run log name %s, want <UTC start>.jsonl", filepath.Base(path))

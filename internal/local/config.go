@@ -37,7 +37,8 @@ type Config struct {
 	// removes.
 	StateDir string
 	// Listen also serves NATS over TCP on 127.0.0.1 (see Cluster.ClientURL),
-	// so other processes (oxy feed, a worker binary) can join.
+	// so other processes (a worker binary, any producer of payloads) can
+	// join.
 	Listen bool
 
 	// Sandbox runs the API emulator in this process and points the stages

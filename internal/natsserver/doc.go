@@ -11,7 +11,7 @@
 //
 // Clients in the same process connect without a TCP port (Server.Connect
 // uses an in-process connection); set Config.Listen to also serve TCP
-// clients (for example oxy feed from another terminal).
+// clients (for example a worker binary started from another terminal).
 //
 // Tests use the natstest subpackage. Every test binary that links the
 // server takes ~30 s to build cold, so keep them few.

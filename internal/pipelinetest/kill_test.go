@@ -55,9 +55,9 @@ func TestSubmitterKilledInsideItsRequestLosesNoDocAndBillsNothingTwice(t *testin
 	// The submission of the victim doc is held inside the API (after the
 	// request was read, before any job is created) until the gate opens,
 	// and the submitter is killed right there, the worst crash point. (Held
-	// longer than its SubmitTimeout, the submitter would time out and send
-	// the batch again, which may bill twice: the design accepts that risk
-	// after a timeout or 5xx, as the origin client does.)
+	// longer than its SubmitTimeout, the submitter would time out instead:
+	// an unknown outcome, marked may-have-billed and not sent again, which
+	// is not the crash this test is about.)
 	var first atomic.Pointer[proc]
 	g := newGate(nil)
 	g.onEnter = func() { first.Load().kill() }

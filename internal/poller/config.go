@@ -18,7 +18,9 @@ const (
 	// day and still ends a run whose jobs never finish.
 	DefaultPendingLimit = time.Hour
 	// DefaultRetryLimit is how long failing checks of one job are retried
-	// from the first failure (the origin client's retry_limit, 600 s).
+	// from the first failure: long enough to outlast an API incident of
+	// minutes, short enough that a job that cannot be checked ends unfetched
+	// (and recoverable by its id) within the run.
 	DefaultRetryLimit = 10 * time.Minute
 	// DefaultRetryInitial and DefaultRetryMax bound the back-off between
 	// retries of a failing check: its ceiling doubles from 1 s to 30 s.

@@ -19,7 +19,7 @@
 //     (Schedule), computed from the clock at each delivery and not from the
 //     previous check, so a check that came late (a busy poller, a restart)
 //     never makes the ones after it late too: overdue checks are skipped.
-//     The default follows the origin client: at 1, 2, … 9 s after the
+//     The default: at 1, 2, … 9 s after the
 //     submission, then every 5 s from 10 s. A 2 s job is seen done at 2 s
 //     after two checks; a job of an hour costs about 730.
 //

@@ -12,8 +12,8 @@ import (
 //	First, First+Step, First+2·Step, …   while below Until
 //	Until, Until+Interval, …             from Until on
 //
-// The default (DefaultSchedule) is the origin client's: 1 s, 2 s, … 9 s,
-// then every 5 s from 10 s. Dense checks early notice the many short jobs
+// The default (DefaultSchedule) is 1 s, 2 s, … 9 s, then every 5 s from
+// 10 s. Dense checks early notice the many short jobs
 // quickly; sparse checks later keep a long job cheap.
 type Schedule struct {
 	// First is the first check's offset. Default 1s.

@@ -1,5 +1,5 @@
 // Package progress follows a run from its status events and says how far it
-// has got, in the words of the origin client: the progress line
+// has got, in the words scripts and users read: the progress line
 // ("412/8,600 done, 3 faulted, 1,250 pending, 45.21s"), each finished job once,
 // and at the end the incomplete-run report and its error.
 //
@@ -37,7 +37,6 @@
 //
 // # Texts
 //
-// Progress.String, ReportLines and IncompleteRunError.Error produce the texts
-// of client-origin B2, B3 and B6 exactly; the CLI prints them and the Go API
-// returns them.
+// Progress.String, ReportLines and IncompleteRunError.Error produce these
+// texts in one place; the CLI prints them and the Go API returns them.
 package progress

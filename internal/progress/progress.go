@@ -42,7 +42,7 @@ type Progress struct {
 	Elapsed time.Duration
 }
 
-// String renders the progress line of client-origin B2:
+// String renders the progress line the CLI prints and scripts read:
 // "{done}/{payloads} done", then each non-zero count in the order faulted,
 // rejected, unfetched, pending, unsubmitted, written, uploaded, unuploaded,
 // then the retries, then the elapsed time, e.g.

@@ -25,12 +25,12 @@ func TestProgressString(t *testing.T) {
 			"3/3 done, 3 written, 1.00s",
 		},
 		{
-			"the seed's incomplete run",
+			"the seed example's incomplete run (one done, one faulted, one unfetched)",
 			progress.Progress{Payloads: 3, Done: 1, Faulted: 1, Unfetched: 1, Written: 1, Elapsed: 1500 * time.Millisecond},
 			"1/3 done, 1 faulted, 1 unfetched, 1 written, 1.50s",
 		},
 		{
-			"every count, in the origin's order",
+			"every count, in the line's order",
 			progress.Progress{Payloads: 10000, Done: 1, Faulted: 2, Rejected: 3, Unfetched: 4, Pending: 5, Unsubmitted: 9985, Written: 1, Uploaded: 6, Unuploaded: 7, Retries: 1, Elapsed: 312 * time.Millisecond},
 			"1/10,000 done, 2 faulted, 3 rejected, 4 unfetched, 5 pending, 9,985 unsubmitted, 1 written, 6 uploaded, 7 unuploaded, 1 retry, 312ms",
 		},

@@ -12,7 +12,8 @@ import (
 )
 
 // IncompleteRunError says a run ended with payloads that were rejected,
-// never submitted, or whose results were not fetched (client-origin B3).
+// never submitted, or whose results were not fetched: each of those needs
+// the user's action (a fix and a resubmission, or a fetch by job id).
 // Faulted jobs alone never make a run incomplete: the API ran them, and they
 // are reported, not raised.
 type IncompleteRunError struct {
@@ -89,7 +90,7 @@ func (e *IncompleteRunError) UnfetchedIDs() []string {
 }
 
 // ReportLines returns the lines of the incomplete-run report for a run's
-// problems (client-origin B6), in input order: one line per faulted,
+// problems, in input order: one line per faulted,
 // rejected or unfetched job, then one line per distinct reason for the
 // unsubmitted payloads:
 //

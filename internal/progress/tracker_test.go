@@ -32,8 +32,8 @@ func hard(doc int, dt oxytype.DataType, state oxytype.State, id string, info *ox
 
 func code(n int) *int { return &n }
 
-// seedRun applies the seed's three payloads: products/1 unfetched after a
-// 404, products/2 faulted, products/3 done and written.
+// seedRun applies the three-payload example of examples/sandbox-rules.json: products/1
+// unfetched after a 404, products/2 faulted, products/3 done and written.
 func seedRun(t *testing.T) (*progress.Tracker, []progress.Job) {
 	t.Helper()
 	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 3, Destination: "results"})

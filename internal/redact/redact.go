@@ -4,8 +4,8 @@
 // https://KEY:SECRET@host/bucket, a proxy URL, a callback with basic auth).
 // Those strings travel into logs, run logs, errors and status events, so every
 // place that prints a payload or an error text passes it through this package
-// first. The rule matches the origin client's: the userinfo between "://" and
-// the next "@" is replaced, whatever it holds.
+// first. The rule: the userinfo between "://" and the next "@" is replaced,
+// whatever it holds, so that no shape of credential slips through.
 package redact
 
 import "regexp"

@@ -133,7 +133,7 @@ func (w *Worker) sample(ctx context.Context) {
 	case ctx.Err() != nil:
 	default:
 		// A failed check says nothing about the consumer: log it, keep the
-		// last state (ledger-origin A6).
+		// last state, so that a broker hiccup never restarts a healthy worker.
 		w.log.Warn("consumer check failed", zap.Error(err))
 	}
 }

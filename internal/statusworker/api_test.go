@@ -40,7 +40,7 @@ func TestAPI(t *testing.T) {
 		return body
 	}
 
-	// An open run: the seed's example without doc 2's last event.
+	// An open run: the seed example (seedEvents) without doc 2's last event.
 	run, _ := e.announce(3, e.logDir)
 	evs := seedEvents(run)
 	e.publish(evs[:len(evs)-1]...)

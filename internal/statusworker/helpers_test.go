@@ -285,7 +285,7 @@ func counter(t testing.TB, cfg statusworker.Config, name string, labels ...strin
 	return testutil.Metric(t, cfg.Stage.Registerer.(*prometheus.Registry), name, want)
 }
 
-// payloadOf is the WSA body of doc n in the seed's example.
+// payloadOf is the WSA body of doc n in the seed example (seedEvents).
 func payloadOf(n int) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"source":"universal","url":"https://sandbox.oxylabs.io/products/%d"}`, n+1))
 }
@@ -338,8 +338,8 @@ func faulted(run string, n int) *messages.StatusEvent {
 		Reason: fmt.Sprintf("Job %s faulted", jobID(n)), Facts: oxytype.Facts{State: oxytype.Faulted, APIJobID: jobID(n), Payload: payloadOf(n)}}
 }
 
-// seedEvents are the events of the seed's example: doc 0's status check
-// returns 404, doc 1 faults, doc 2 is written.
+// seedEvents are the events of the three-payload example of examples/sandbox-rules.json: doc 0's
+// status check returns 404, doc 1 faults, doc 2 is written.
 func seedEvents(run string) []*messages.StatusEvent {
 	evs := []*messages.StatusEvent{fed(run, 0), fed(run, 1), fed(run, 2),
 		submitted(run, 0), submitted(run, 1), submitted(run, 2),
@@ -347,7 +347,7 @@ func seedEvents(run string) []*messages.StatusEvent {
 	return evs
 }
 
-// seedLog is the run log of the seed's example, byte for byte.
+// seedLog is the run log of that example, byte for byte.
 const seedLog = `{"state":"unfetched","id":"7500000000000000001","payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/1"},"error":{"status_code":404,"message":"Not Found","trace_id":"00000001-000000000000000000000000"},"upload":null}
 {"state":"faulted","id":"7500000000000000002","payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/2"},"error":null,"upload":null}
 {"state":"done","id":"7500000000000000003","payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/3"},"error":null,"upload":null}

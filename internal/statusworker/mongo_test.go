@@ -50,7 +50,7 @@ func TestMongoLedger(t *testing.T) {
 	t.Parallel()
 	newStore := mongoStore(t)
 
-	t.Run("the seed's example", func(t *testing.T) {
+	t.Run("the seed example: a 404, a fault, a done job", func(t *testing.T) {
 		e := setup(t)
 		e.start(e.config(newStore(), nil))
 		run, _ := e.announce(3, e.logDir)

@@ -312,7 +312,10 @@ func TestRestartRebuildsTheMemoryLedger(t *testing.T) {
 	}
 }
 
-// The stranding paths of the origin (ledger-origin.md A4), each a test.
+// The ways a run can be left open for good although all its docs are
+// resolved (events before the run's record, a total that changed, no
+// payloads, a doc counted twice, a lost check, a completer that died),
+// each a test.
 func TestNoRunStrands(t *testing.T) {
 	t.Parallel()
 

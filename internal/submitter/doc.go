@@ -76,8 +76,8 @@
 //     have created (and billed) the job. The claim becomes "unknown" and
 //     carries the sticky may-have-billed mark; the payload is not sent
 //     again and ends unsubmitted with error.may_have_billed. With
-//     RetryUnknownOnce it is sent exactly once more first, with the
-//     origin's warning that a duplicate bills. A 5xx on a batch does this
+//     RetryUnknownOnce it is sent exactly once more first, with a warning
+//     that a duplicate bills. A 5xx on a batch does this
 //     to every payload of it.
 //   - every failure of a doc whose claim carries the mark (say, 429s on
 //     its one retry) is marked too.

@@ -32,7 +32,8 @@ type item struct {
 	res error
 }
 
-// what names the payload the way the origin's log lines do: "<src> <input>".
+// what names the payload in log lines and errors as "<src> <input>", the
+// two things a user recognises a payload by.
 func (it *item) what() string { return it.src + " " + it.input }
 
 // maxInput bounds the input a reason or a log line names: a payload near

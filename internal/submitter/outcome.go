@@ -103,8 +103,8 @@ func (s *Submitter) willRetry(it *item) bool {
 	return limit <= 0 || it.m.NumDelivered() < limit
 }
 
-// stopCause says why submitting stopped, as the origin's log line does:
-// "the API returned 403 Forbidden".
+// stopCause says why submitting stopped, in the words the run log and the
+// stop's reason use: "the API returned 403 Forbidden".
 func stopCause(err error) string {
 	var ae *wsa.APIError
 	if errors.As(err, &ae) && ae.StatusCode > 0 {

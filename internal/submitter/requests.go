@@ -26,8 +26,8 @@ type request struct {
 // sent after all, so that its cost is given back.
 var errNotSent = errors.New("submitter: the request was not sent")
 
-// notBatchable matches a batch answer's error for a source that takes no
-// batches (wsa-api §2).
+// notBatchable matches the error a batch answer gives for a source that
+// takes no batches.
 var notBatchable = regexp.MustCompile("^Source `[^`]*` is not available with a batch request\\.?$")
 
 // plan turns the claimed payloads of a round into requests: payloads that
@@ -125,7 +125,7 @@ func (s *Submitter) send(ctx context.Context, r *request) {
 	s.submitBatch(ctx, t, items)
 }
 
-// warnRetries logs the origin's warning for the payloads of a request that
+// warnRetries logs a warning for the payloads of a request that
 // are sent again after an unknown outcome (the one retry of
 // RetryUnknownOnce): their first request may have created a job, and this
 // one may bill a second.

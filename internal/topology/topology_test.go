@@ -478,7 +478,8 @@ func TestStateSurvivesARestartOnTheSameStoreDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A TCP client works too (oxy feed from another terminal).
+	// A TCP client works too (a worker binary or a producer from another
+	// process).
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,8 @@ func (t realTimer) C() <-chan time.Time { return t.t.C }
 func (t realTimer) Stop() bool          { return t.t.Stop() }
 
 // FakeEpoch is where a FakeClock starts by default: 2026-01-01 00:00:00 UTC,
-// the origin fake's epoch.
+// a fixed instant, so that ids and timestamps derived from it are the same
+// in every run of a test.
 func FakeEpoch() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 
 // FakeClock is a Clock that moves only when told to. Timers fire when

@@ -3,7 +3,7 @@
 // to answer, so that the client, every pipeline stage, the end-to-end tests and
 // `oxy sandbox` run without credentials and without spending money.
 //
-// What it reproduces (the checklist of the API reference, §14):
+// What it reproduces of the API:
 //
 //   - Basic auth failures with the live bodies; the nginx 404 for non-numeric ids.
 //   - POST /v1/queries: 202 with the job object in the full (34-field) shape for

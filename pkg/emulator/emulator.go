@@ -336,8 +336,9 @@ func (e *Emulator) setJobHeaders(h http.Header, j *job, st jobStatus) {
 	h["X-Oxyserps-Job-Status"] = e.hv.statuses[st]
 }
 
-// traceID returns the next trace id: %08x followed by 24 zeros, as the
-// origin fake writes them (00000001-000000000000000000000000, …).
+// traceID returns the next trace id: %08x followed by 24 zeros
+// (00000001-000000000000000000000000, …), so that a test's expected run log
+// can name its trace ids.
 func (e *Emulator) traceID() string {
 	return fmt.Sprintf("%08x-%024d", e.traces.Add(1), 0)
 }

@@ -115,7 +115,7 @@ func TestRules(t *testing.T) {
 		return f.submit(`{"source":"universal","url":"https://sandbox.oxylabs.io` + u + `"}`)["id"].(string)
 	}
 
-	t.Run("the seed's scenario: a status check that returns 404", func(t *testing.T) {
+	t.Run("a status check that returns 404, as in examples/sandbox-rules.json", func(t *testing.T) {
 		id := submit("/products/1")
 		r := f.do("GET", jobPath(id), "").expect(t, 404)
 		body := r.object(t)

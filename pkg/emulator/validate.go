@@ -147,7 +147,8 @@ func checkInput(src *sourceInfo, fields map[string]json.RawMessage, input string
 	return nil
 }
 
-// checkASIN applies the API's ASIN checks (as the origin fake records them).
+// checkASIN applies the API's ASIN checks: the length and the characters an
+// ASIN may have, each refused with the API's own message.
 func checkASIN(asin string) *Rejection {
 	if len(asin) < 10 {
 		return reject(msgASINLength)

@@ -6,9 +6,10 @@
 // latest outcome per stage and document so that a run can tell, at any time,
 // how far it has got (GetStageCounts), whether it is finished
 // (CountCompletedDocs + CountHardFailedDocs against the run's total), and why
-// documents failed (GetFailures, GetUniqueErrors). Its API and semantics are
-// those of the ledger this project was created from (the seed "job results"
-// API): a success clears every failure field; a soft failure appends its
+// documents failed (GetFailures, GetUniqueErrors). Its API and semantics
+// are those of the job-results ledger of the Python pipeline framework it
+// replaces, so that existing collections and their queries carry over: a
+// success clears every failure field; a soft failure appends its
 // reason and replaces the retry count; a hard failure replaces the
 // soft-failure fields; the current error of a record is its hard failure,
 // else its last soft-failure reason.
@@ -21,7 +22,7 @@
 //   - [MongoStore], for the distributed shape: upserts on a unique key index,
 //     aggregation pipelines for the counts, TTL retention and scoping.
 //
-// Beyond the seed API, both stores implement [BatchWriter] and
+// Beyond that API ([Store]), both stores implement [BatchWriter] and
 // [RecordReader] (together [Ledger]): versioned batch writes, so that a
 // duplicated or reordered status event never overwrites a newer outcome, a
 // streaming read of every record of a job in document order for the run log,

@@ -10,8 +10,9 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
-// Entry is one write of a batch (see BatchWriter). The seed methods are
-// entries with Version 0 and no run-log fields.
+// Entry is one write of a batch (see BatchWriter). The [Store] methods
+// (RecordSuccess, RecordSoftFailure, RecordHardFailure) are entries with
+// Version 0 and no run-log fields.
 type Entry struct {
 	Key
 	// Outcome is the outcome to record.

@@ -9,8 +9,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// Field names of a job_results document. The seed fields keep the origin
-// system's names so that its collections and queries carry over.
+// Field names of a job_results document. The fields of the [Store] API keep
+// the names the Python pipeline framework's ledger uses, so that its
+// collections and queries carry over.
 const (
 	fieldJobID        = "job_id"
 	fieldDataType     = "data_type"
@@ -37,7 +38,7 @@ const (
 
 // This file builds every filter, update, pipeline and index the Mongo store
 // sends, as pure functions, so that tests assert them exactly without a
-// server (the origin system tested its stores the same way).
+// server.
 
 func e(key string, value any) bson.E { return bson.E{Key: key, Value: value} }
 
@@ -183,9 +184,9 @@ func resolvedDocsPipeline(jobID, finalDataType string) mongo.Pipeline {
 // stageCountsPipeline counts the records of every stage of a job by
 // outcome. Each record falls in exactly one of succeeded, soft_failed and
 // hard_failed. Soft failures are counted as "not a success and no hard
-// failure", never by testing the type of the soft_failures array: the origin
-// system's `$type` test on that array reported 0 soft failures for every
-// stage (its changelog, fixed in 0.5.0).
+// failure", never by testing the type of the soft_failures array: a `$type`
+// test of an array field looks at its elements, so comparing it with
+// "missing" counts 0 soft failures for every stage.
 func stageCountsPipeline(jobID string) mongo.Pipeline {
 	notSuccess := bson.D{e("$ne", bson.A{"$" + fieldSuccess, true})}
 	hardMissing := bson.D{e("$eq", bson.A{bson.D{e("$type", "$"+fieldHardFailure)}, "missing"})}
@@ -272,8 +273,9 @@ type indexSpec struct {
 }
 
 // indexSpecs lists the indexes of the collection, without the TTL index.
-// Names are the server's defaults, the same the origin system's driver
-// chose, so that its collections are taken over without conflicts.
+// Names are the server's defaults, the names any driver gives an index
+// created without one, so that an existing collection is taken over
+// without conflicts.
 func indexSpecs(scoping bool) []indexSpec {
 	specs := []indexSpec{
 		// One record per key; upserts rely on it.

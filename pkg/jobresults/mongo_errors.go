@@ -13,9 +13,8 @@ import (
 // this right now" rather than "this request is wrong": connection trouble,
 // a primary stepping down or shutting down, time limits. They are the codes
 // of the drivers' retryable-writes specification plus time-limit and
-// write-concern-timeout codes. The origin system retried none of these (it
-// mapped only the driver's connection failures); a failover during a write
-// then failed the write for good.
+// write-concern-timeout codes. Treating only the driver's connection
+// failures as transient would fail a write for good during a failover.
 var transientCodes = map[int]bool{
 	6:     true, // HostUnreachable
 	7:     true, // HostNotFound

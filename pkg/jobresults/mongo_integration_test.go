@@ -87,7 +87,7 @@ func TestMongoStore(t *testing.T) {
 		setup(time.Hour)
 		check("TTL of an hour", "finished_at", "finished_at_1:3600")
 		check("the record-time TTL is dropped", "time", "")
-		setup(0) // the origin's 0.6.0 fix: an unset TTL never drops the index
+		setup(0) // an unset TTL leaves the index as it is, never drops it
 		check("TTL unset again", "finished_at", "finished_at_1:3600")
 		setup(time.Hour)
 		check("same TTL", "finished_at", "finished_at_1:3600")

@@ -44,7 +44,7 @@ type ttlPlan struct {
 
 // planTTL decides what to do about the TTL index, given the collection's
 // index specifications (as listIndexes returns them) and the wanted expiry
-// in seconds. It follows the origin system's retention rules: an index with
+// in seconds. The rules: an index with
 // the same key whose options are exactly {expireAfterSeconds: n} is kept
 // whatever its name; otherwise the index is changed or replaced.
 func planTTL(existing []bson.Raw, seconds int64) ttlPlan {

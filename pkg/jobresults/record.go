@@ -8,8 +8,8 @@ import (
 
 // Record is the stored state of one document at one stage.
 //
-// The seed fields follow the seed's rules: a success clears every failure
-// field (Consumer, RetryCount, SoftFailures, HardFailure, and the outcome
+// The fields of the [Store] API follow its rules: a success clears every
+// failure field (Consumer, RetryCount, SoftFailures, HardFailure, and the outcome
 // fields State and Error); a soft failure appends its reason to SoftFailures
 // and replaces RetryCount; a hard failure sets HardFailure and clears
 // RetryCount and SoftFailures.

@@ -7,7 +7,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
-// Store is the seed's ledger API. Every write upserts the record of its key;
+// Store is the job-results ledger API. Every write upserts the record of its key;
 // reads return records and counts of one job.
 type Store interface {
 	// Setup prepares the store (indexes, retention). It is idempotent and is
@@ -49,7 +49,7 @@ type Store interface {
 type BatchWriter interface {
 	// Apply writes entries in order. Each applies only if its Version is
 	// greater than the stored record's version (Version 0 always applies,
-	// like the seed methods); a stale entry is skipped, not an error.
+	// like the Store methods); a stale entry is skipped, not an error.
 	// Applied counts the entries that applied. Invalid input in any entry
 	// rejects the whole batch before anything is written. On a backend
 	// error, the entries before the failure may have applied: retrying the
@@ -90,7 +90,7 @@ type Finisher interface {
 	FinishJob(ctx context.Context, jobID string, at time.Time) error
 }
 
-// Ledger is everything a store offers: the seed API, versioned batch writes,
+// Ledger is everything a store offers: the Store API, versioned batch writes,
 // the run-log reads and the finish mark. MemoryStore and MongoStore
 // implement it.
 type Ledger interface {

@@ -6,7 +6,7 @@
 // # Why a package of its own
 //
 // Every worker (submitter, poller, writer, statusworker) and every feeder
-// (oxy run, oxy feed, any other publisher) must agree byte for byte on these
+// (oxy run, the Go API, any other publisher) must agree byte for byte on these
 // formats, and a worker must survive any message it is given. So the formats
 // live here with their codecs, and nothing here talks to a server.
 //

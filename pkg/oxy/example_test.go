@@ -27,7 +27,7 @@ func withoutElapsed(p oxy.Progress) string {
 	return line[:strings.LastIndex(line, ", ")]
 }
 
-// The seed's first example: three payloads, each done job written to a
+// A run of three payloads, each done job written to a
 // folder before it is yielded. The client runs the whole pipeline in this
 // process against the sandbox.
 func Example() {
@@ -71,7 +71,8 @@ func Example() {
 	// <nil>
 }
 
-// The seed's second example: a run log, an incomplete run, and its
+// A run that ends incomplete (one job faulted, one unfetched after a 404),
+// its run log, and its
 // recovery — the faulted payload resubmitted from its run-log line as is,
 // the unfetched job fetched by id.
 func Example_runLog() {

@@ -69,7 +69,7 @@ func fast(lc *local.Config) {
 	}
 }
 
-// seedRules are the seed's scripted outcomes: products/1's status check
+// seedRules script the three-payload example of examples/sandbox-rules.json: products/1's status check
 // answers 404 (no message: the API says "Not Found"), products/2 faults,
 // the rest are done.
 func seedRules() []emulator.Rule {

@@ -17,8 +17,8 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
-// The seed's example: three payloads, one whose status check answers 404,
-// one that faults, one done.
+// The seed example (the three-payload example of examples/sandbox-rules.json): three payloads, one whose
+// status check answers 404, one that faults, one done.
 func TestSeedRunInOneProcess(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 60*time.Second)

@@ -15,7 +15,7 @@ const MaxBatch = 5000
 var ErrNotBatchable = errors.New("payloads cannot form one batch")
 
 // IsBatchInputKey reports whether a list of values in key is accepted by
-// /v1/queries/batch: url, query, and prompt for LLM sources (wsa-api §2).
+// /v1/queries/batch: url, query, and prompt for LLM sources.
 func IsBatchInputKey(key string) bool {
 	return key == "url" || key == "query" || key == "prompt"
 }

@@ -14,7 +14,7 @@
 // Parse reads one JSON line and Reader reads a JSONL stream; a bad line is a
 // *LineError naming the line and the reason. Validate rejects locally what
 // the API would reject or bill for nothing (see validate.go for the list and
-// the origin of each rule). BatchKey, BatchBody and BatchSize group payloads
+// what the API does in each case). BatchKey, BatchBody and BatchSize group payloads
 // that differ only in url, query or prompt so that they can go to
 // /v1/queries/batch together. Redacted returns the body with credentials in
 // any URL replaced by "redacted:redacted", for logs and run logs.

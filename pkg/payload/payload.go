@@ -26,7 +26,7 @@ type Payload struct {
 }
 
 // inputKeys are the keys that name what a job scrapes; a payload has exactly
-// one of them (client-origin B1).
+// one of them: the API takes the job's target from the one it finds.
 var inputKeys = [...]string{"query", "url", "product_id", "prompt", "video_id", "channel_handle", "category_id"}
 
 // InputKeys returns the keys that can hold a payload's input, in the order

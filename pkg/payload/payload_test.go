@@ -144,6 +144,6 @@ func TestNewAndClone(t *testing.T) {
 		t.Fatal("Clone shares fields")
 	}
 	if len(payload.InputKeys()) != 7 || !payload.IsInputKey("video_id") || payload.IsInputKey("source") {
-		t.Fatal("InputKeys/IsInputKey disagree with B1")
+		t.Fatal("InputKeys/IsInputKey disagree with the seven input keys of the API")
 	}
 }

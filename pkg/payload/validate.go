@@ -9,14 +9,14 @@ import (
 	"strings"
 )
 
-// MaxPages is the most pages one job may fetch; the API answers 400 above it
-// (client-origin B8, the origin's fake API, rejects pages > 20 for free).
+// MaxPages is the most pages one job may fetch: the API answers 400 above
+// it, which costs a request and bills nothing, so it is refused here first.
 const MaxPages = 20
 
 // ValidationError is a payload that Validate rejects before any request.
 // Message uses the API's own wording where the API has a message for the
-// same rejection (wsa-api §8), so that a run log reads the same whether the
-// API or this package refused the payload.
+// same rejection (its 400 answers' "message"), so that a run log reads the
+// same whether the API or this package refused the payload.
 type ValidationError struct {
 	// Key is the payload key at fault, or "" for the payload as a whole.
 	Key string
@@ -35,9 +35,9 @@ func invalid(key, format string, args ...any) *ValidationError {
 // nil. Each rule is something the API rejects with a 400 (a request spent for
 // nothing) or accepts and bills while ignoring what the payload asked for:
 //
-//   - a key set twice in the JSON (the API keeps one silently; B1)
+//   - a key set twice in the JSON (the API keeps one silently)
 //   - "source" missing, not a string, or empty
-//   - no input key, or two input keys (B1)
+//   - no input key (url or query), or two input keys
 //   - an input that is not a non-empty string ("Parameter `url` is empty.",
 //     "Query parameter is empty." live)
 //   - a "url" whose host is an IP address ("The hostname cannot be an ip
@@ -45,20 +45,19 @@ func invalid(key, format string, args ...any) *ValidationError {
 //   - a "url" whose host is localhost or ends in a reserved TLD: .invalid,
 //     .test, .example, .localhost ("Parameter `url` has invalid top level
 //     domain format." live)
-//   - "pages" above MaxPages (400 per B8)
-//   - a context key set twice (B1)
+//   - "pages" above MaxPages (the API answers 400)
+//   - a context key set twice (the API keeps one silently)
 //   - a "headers" or "cookies" context entry without "force_headers" or
 //     "force_cookies" true: the API ignores them and bills the job anyway
-//     (B9 errata "Headers need force_*")
 //   - a "storage_url" ending in ".{{ extension }}" without "{{ job_id }}":
 //     every job of the run names the same object, so all but the first
-//     upload fail with 10001 while every job bills (B1)
+//     upload fail with 10001 while every job bills
 //   - a "fetch_resource" browser instruction that is not the last one: the
-//     API answers 500, which a client would retry until it gives up (B1, B9)
+//     API answers 500, which a client would retry until it gives up
 //
 // Not checked, on purpose: the source name (the API's list changes and a
 // wrong name costs nothing: "Unsupported source." is free), per-source
-// rules the origin client applies to Amazon and Universal models (render
+// rules other WSA clients apply to the Amazon and Universal models (render
 // together with user_agent_type, currency without geo_location, ASIN length,
 // min_price=0) because none is confirmed to bill for nothing, and parsing
 // instruction regexes, whose dialect is Python's, not Go's.

@@ -14,8 +14,9 @@ import (
 
 func intp(n int) *int { return &n }
 
-// seedRecords are the ledger records of the seed's example run: the first
-// job's status check returns 404, the second faults, the third is written.
+// seedRecords are the ledger records of the three-payload example of examples/sandbox-rules.json: the
+// first job's status check returns 404, the second faults, the third is
+// written.
 func seedRecords() []runlog.Record {
 	p := func(n string) json.RawMessage {
 		return json.RawMessage(`{"source":"universal","url":"https://sandbox.oxylabs.io/products/` + n + `"}`)
@@ -34,7 +35,7 @@ func seedRecords() []runlog.Record {
 	}
 }
 
-// seedLog is the run log the seed shows for that run, byte for byte.
+// seedLog is the run log of that run, byte for byte.
 const seedLog = `{"state":"unfetched","id":"7500000000000000001","payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/1"},"error":{"status_code":404,"message":"Not Found","trace_id":"00000001-000000000000000000000000"},"upload":null}
 {"state":"faulted","id":"7500000000000000002","payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/2"},"error":null,"upload":null}
 {"state":"done","id":"7500000000000000003","payload":{"source":"universal","url":"https://sandbox.oxylabs.io/products/3"},"error":null,"upload":null}
@@ -55,7 +56,7 @@ func TestBuild(t *testing.T) {
 	t.Parallel()
 	spec := runlog.Spec{Total: 3, FinalDataType: "written"}
 
-	t.Run("the seed's example gives the seed's lines in input order", func(t *testing.T) {
+	t.Run("the seed example gives its three lines in input order", func(t *testing.T) {
 		t.Parallel()
 		var buf bytes.Buffer
 		sum, err := runlog.Build(t.Context(), &buf, spec, sliceSource(seedRecords()))

@@ -3,9 +3,9 @@
 // became of it (done, faulted, rejected, unsubmitted, unfetched).
 //
 // The run log is the user's recovery record. Its line format is a contract
-// with the origin client (see the seed "Destinations and run logs"): every line
-// has exactly the keys state, id, payload, error and upload, so a recovery tool
-// written against one works against the other.
+// with the user's tools: every line has exactly the keys state, id, payload,
+// error and upload, the same five keys a Python WSA client writes in its run
+// logs, so a recovery tool written against one works against the other.
 //
 // The package has three parts:
 //

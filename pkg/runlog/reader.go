@@ -32,7 +32,8 @@ func (e *ParseError) Is(target error) bool { return target == ErrInvalidLine }
 
 // Reader reads a run log back into Lines, for recovery (oxy recover):
 // which payloads to resubmit, which job ids to fetch. It accepts run logs
-// written by this package and by the origin client (the same five keys).
+// written by this package and by a Python WSA client that writes the same
+// five keys.
 // Blank lines are skipped; keys beyond the five are ignored.
 type Reader struct {
 	r    *bufio.Reader

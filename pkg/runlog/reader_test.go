@@ -41,7 +41,7 @@ func TestReader(t *testing.T) {
 		}
 	})
 
-	t.Run("the origin client's spacing and blank lines are accepted", func(t *testing.T) {
+	t.Run("spacing after separators, extra keys and blank lines are accepted", func(t *testing.T) {
 		t.Parallel()
 		in := "\n" + `{"state": "faulted", "id": "2", "payload": {"source": "universal"}, "error": null, "upload": null, "extra": 1}` + "\n\n"
 		lines, err := runlog.ReadAll(strings.NewReader(in))

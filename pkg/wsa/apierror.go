@@ -15,7 +15,8 @@ import (
 
 // APIError is every failure of a call: an answer of the API with a failure
 // status, an answer that could not be read, or a request that got no answer
-// at all. Its text reads like the origin client's: "404 Query not found.",
+// at all. Its text is the status code and the API's message, as a user
+// sees it in the API's own answers: "404 Query not found.",
 // "429 Too many requests. (Total Dynamic).", or for a network failure
 // "ConnectError: dial tcp …: connection refused".
 //

@@ -9,7 +9,8 @@ import (
 )
 
 // NeitherMessage is the error of a batch payload that the answer mentioned
-// neither among its jobs nor among its errors (B3).
+// neither among its jobs nor among its errors: it created no job the answer
+// admits to, so its doc ends with this error rather than silently.
 const NeitherMessage = "The batch returned neither a job nor an error"
 
 // batchError is one entry of a batch answer's "errors" list with the input

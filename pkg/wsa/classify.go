@@ -8,7 +8,9 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/payload"
 )
 
-// Class says what a caller should do after a failed call (client-origin B6).
+// Class says what a caller should do after a failed call: retry it, give the
+// payload up as rejected, stop the run, or stop sending to a throttled
+// domain.
 type Class int
 
 // The classes of a failure. The zero Class, None, is for a nil error and for

@@ -12,7 +12,7 @@
 //     failure), the API's message and trace id; errors.Is works on status
 //     codes (ErrNotFound, ErrTooManyRequests, …) and on ErrDomainThrottle;
 //   - Classify, which sorts a failure into Retry, Reject, Stop, Throttle or
-//     Canceled as the origin client does, and MayHaveCreatedJob, which tells a
+//     Canceled, and MayHaveCreatedJob, which tells a
 //     retried submission from one whose first attempt may already have billed;
 //   - RateLimit, parsed from the x-ratelimit-* headers in both spellings the
 //     API uses, and Pacer, which paces submissions on them (the API sends no

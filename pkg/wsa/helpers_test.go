@@ -13,7 +13,8 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
-// jobJSON is the 202 job object of wsa-api §1 (full shape, trimmed links).
+// jobJSON is the job object of a 202 answer to a submission, in its full
+// shape (links trimmed).
 const jobJSON = `{"id":"7508980357849459714","status":"pending","source":"universal",
  "url":"https://sandbox.oxylabs.io/","query":"","domain":"io","subdomain":"sandbox",
  "geo_location":null,"render":null,"parse":false,"parsing_instructions":null,

@@ -11,7 +11,9 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/payload"
 )
 
-// Defaults of PacerConfig: a Starter plan's budgets (client-origin B5).
+// Defaults of PacerConfig: a Starter plan's budgets (50 jobs and 13 rendered
+// jobs a second), so that a plan not yet known is not over-driven before
+// the API's x-ratelimit-* headers say what it allows.
 const (
 	DefaultPacerLimit       = 50
 	DefaultPacerRenderLimit = 13

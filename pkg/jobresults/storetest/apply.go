@@ -87,7 +87,7 @@ var applyCases = []testCase{
 	}},
 	{name: "unversioned writes always apply and keep the stored version", run: func(h *harness) {
 		h.apply(1, h.entry(stageDone, "1", oxytype.Success, 5))
-		h.soft(stageDone, "1", poller, writer, 1, "seed write") // a seed method: version 0
+		h.soft(stageDone, "1", poller, writer, 1, "seed write") // a Store method, so version 0
 		h.apply(1, withReason(h.entry(stageDone, "1", oxytype.SoftFailure, 0), 2, "unversioned"))
 		r := h.record(stageDone, "1")
 		equal(h, "soft failures", r.SoftFailures, []string{"seed write", "unversioned"})
@@ -140,8 +140,8 @@ var applyCases = []testCase{
 			Key: h.key(stageWritten, "1"), Success: true, Origin: writer, Time: t0, Version: 11, Facts: oxytype.Facts{State: oxytype.Done, APIJobID: "7339524535381539841", Upload: &oxytype.Upload{Code: 13001, Message: "upload failed"}},
 		})
 
-		// A seed write is an entry without run-log fields: it clears the
-		// outcome fields too.
+		// A write through a Store method ("seed write" below) is an entry
+		// without run-log fields: it clears the outcome fields too.
 		h.hard(stageWritten, "1", writer, writer, "gone")
 		r := h.record(stageWritten, "1")
 		equal(h, "state after a seed write", r.State, oxytype.State(""))

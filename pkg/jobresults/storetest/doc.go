@@ -10,11 +10,12 @@
 //		})
 //	}
 //
-// The suite covers the seed's write rules, every query, soft-failure and
+// The suite covers the Store API's write rules, every query, soft-failure and
 // distinct-document counting, stage filters, unique-error grouping and
 // order, versioned batch writes, document-order streaming, scoping, bad
 // input, cancelled contexts, concurrent writers, the finish stamp that
-// retention counts from, the regressions of the
-// origin system's changelog that apply to a ledger, and a randomized
+// retention counts from, two known ways a ledger miscounts (soft failures
+// counted as none, a document both completed and hard-failed counted
+// twice), and a randomized
 // comparison against a reference model.
 package storetest

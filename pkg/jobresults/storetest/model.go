@@ -46,7 +46,7 @@ var modelCases = []testCase{
 			now := h.clock.Now()
 			switch en := randomEntry(); {
 			case en.Version == 0 && rng.IntN(2) == 0:
-				// Through the seed methods.
+				// Through the Store methods.
 				var err error
 				switch en.Outcome {
 				case oxytype.Success:
@@ -83,7 +83,7 @@ var modelCases = []testCase{
 	}},
 }
 
-// model is the reference ledger: the seed's rules written as plainly as
+// model is the reference ledger: the Store API's rules written as plainly as
 // possible, every query a scan.
 type model struct {
 	recs map[jobresults.Key]*jobresults.Record

@@ -9,7 +9,7 @@ import (
 
 // queryCases check the progress and failure queries.
 var queryCases = []testCase{
-	{name: "stage counts count soft failures (the origin reported soft_failed 0 for every stage)", run: func(h *harness) {
+	{name: "stage counts count soft failures (a $type test of the array counts none)", run: func(h *harness) {
 		for _, doc := range []string{"1", "2", "3", "4", "5"} {
 			h.success(stagePayload, doc, publisher)
 		}
@@ -52,8 +52,8 @@ var queryCases = []testCase{
 		equal(h, "after doc 1 recovered everywhere", h.hardFailedDocs(), 1)
 	}},
 	{name: "resolved docs count a document that hard-failed and completed once", run: func(h *harness) {
-		// The origin's completion check added completed and hard-failed
-		// counts, counting such a document twice (ledger-origin A4, path 4).
+		// Adding the completed and the hard-failed counts would count such
+		// a document twice, and complete a run with a document still open.
 		h.hard(stageSubmitted, "1", submitter, poller, "unknown outcome")
 		h.success(stageWritten, "1", writer)
 		h.success(stageWritten, "2", writer)

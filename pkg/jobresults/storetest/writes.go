@@ -7,7 +7,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
-// writeCases check the seed's write rules, one record per key.
+// writeCases check the Store API's write rules, one record per key.
 var writeCases = []testCase{
 	{name: "setup is idempotent and an unknown job reads as empty", run: func(h *harness) {
 		if err := h.store.Setup(h.ctx); err != nil {
