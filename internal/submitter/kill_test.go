@@ -31,7 +31,10 @@ import (
 // gate stands in front of the emulator and counts the submission requests
 // that reached the API and have not been answered yet. It can hold one of
 // them (the holdNth, counting from 1) until release is closed, so that a
-// test kills the submitter while exactly that request is in flight.
+// test kills the submitter while exactly that request is in flight. It
+// strips the emulator's rate-limit headers: an unlimited emulator
+// advertises a budget of a million jobs, which the pacer would follow, and
+// the test needs the submitter's own pacer settings to be the only limit.
 type gate struct {
 	api      *emulator.Emulator
 	holdNth  int64 // 0: hold none
@@ -51,7 +54,31 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			<-g.release
 		}
 	}
-	g.api.ServeHTTP(w, r)
+	g.api.ServeHTTP(&noBudget{ResponseWriter: w}, r)
+}
+
+// noBudget drops the x-ratelimit-* headers of the answer it writes.
+type noBudget struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *noBudget) WriteHeader(code int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	for name := range w.Header() {
+		if strings.HasPrefix(strings.ToLower(name), "x-ratelimit-") {
+			w.Header().Del(name)
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *noBudget) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK) // as net/http does for a Write before WriteHeader
+	return w.ResponseWriter.Write(b)
 }
 
 func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
