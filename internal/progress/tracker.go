@@ -17,19 +17,34 @@ const (
 	stageFed                  // fed, not submitted: counts as unsubmitted
 	stagePending              // submitted, not finished at the API
 	stageDone                 // done at the API, not written yet
-	stageFinal                // finished: see doc.final
+	stageFinal                // finished
 )
 
-type doc struct {
-	stage  stage
-	final  oxytype.State
-	upload uint8 // 0 none, 1 uploaded, 2 failed
-	// marked: an event of the doc carried the may-have-billed mark, which
-	// sticks to the doc's error as it does in the run log.
-	marked   bool
+// doc is a payload's state in one byte, so that a run of millions costs
+// a byte per payload: its stage (the low three bits), its upload (two bits:
+// none, uploaded, failed) and the may-have-billed mark (an event of the doc
+// carried it; it sticks to the doc's error as it does in the run log).
+// What a doc carries beyond that byte (its job id and payload) lives in
+// Tracker.live while it is in flight and in its problem once it finished
+// other than done.
+type doc uint8
+
+const (
+	docStage      doc = 0x07
+	docUploaded   doc = 0x08
+	docUnuploaded doc = 0x10
+	docMarked     doc = 0x20
+)
+
+func (d doc) stage() stage { return stage(d & docStage) }
+
+func (d *doc) setStage(s stage) { *d = *d&^docStage | doc(s) }
+
+// live is what the tracker keeps of a doc in flight: its API job id and
+// its redacted body, until the doc finishes.
+type live struct {
 	apiJobID string
-	// payload is the redacted body, kept until the doc finishes.
-	payload []byte
+	payload  []byte
 }
 
 // problem is where a finished doc that did not end done sits in
@@ -37,6 +52,9 @@ type doc struct {
 type problem struct {
 	index int
 	won   runlog.DocOutcome
+	// apiJobID is the doc's latest job id, which a later final event
+	// that decides the doc instead may need for its line.
+	apiJobID string
 }
 
 // Tracker applies a run's status events to a per-doc state machine and keeps
@@ -53,6 +71,7 @@ type Tracker struct {
 	destination string
 	final       oxytype.DataType
 	docs        []doc
+	live        map[int]*live // docs in flight that carry a job id or a payload
 	byStage     [stageFinal]int
 	byFinal     map[oxytype.State]int
 	written     int
@@ -78,6 +97,7 @@ func NewTracker(ann messages.RunAnnounced) *Tracker {
 		destination: ann.Destination,
 		final:       final,
 		docs:        make([]doc, total),
+		live:        map[int]*live{},
 		byFinal:     map[oxytype.State]int{},
 		problemAt:   map[int]problem{},
 	}
@@ -99,7 +119,7 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 	}
 	d := &t.docs[pos]
 	if ev.Error != nil && ev.Error.MayHaveBilled {
-		d.marked = true
+		*d |= docMarked
 	}
 	if ev.Outcome == oxytype.SoftFailure {
 		t.retries++
@@ -107,27 +127,37 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 	}
 	won, final := runlog.FinalOutcome(t.final, ev.DataType,
 		ev.Outcome == oxytype.Success, ev.Outcome == oxytype.HardFailure, ev.State, ev.Time)
-	if d.stage == stageFinal {
+	if d.stage() == stageFinal {
+		p, isProblem := t.problemAt[pos]
+		if !isProblem {
+			return Job{}, false // a done doc never changes
+		}
 		if ev.APIJobID != "" {
-			d.apiJobID = ev.APIJobID
+			p.apiJobID = ev.APIJobID
+			t.problemAt[pos] = p
 		}
 		if final {
-			t.reconsider(pos, ev, won)
+			t.reconsider(pos, ev, won, p)
 		}
 		return Job{}, false
 	}
-	if d.payload == nil && len(ev.Payload) > 0 {
-		d.payload = append([]byte(nil), ev.Payload...)
+	l := t.live[pos]
+	if l == nil && (len(ev.Payload) > 0 || ev.APIJobID != "") {
+		l = &live{}
+		t.live[pos] = l
+	}
+	if l != nil && l.payload == nil && len(ev.Payload) > 0 {
+		l.payload = append([]byte(nil), ev.Payload...)
 	}
 	if ev.APIJobID != "" {
-		d.apiJobID = ev.APIJobID
+		l.apiJobID = ev.APIJobID
 	}
-	if ev.Upload != nil && d.upload == 0 {
+	if ev.Upload != nil && *d&(docUploaded|docUnuploaded) == 0 {
 		if ev.Upload.Code == 13000 {
-			d.upload = 1
+			*d |= docUploaded
 			t.uploaded++
 		} else {
-			d.upload = 2
+			*d |= docUnuploaded
 			t.unuploaded++
 		}
 	}
@@ -135,11 +165,14 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 		t.written++
 	}
 	if final {
-		t.byStage[d.stage]--
-		d.stage = stageFinal
-		payload := d.payload
-		d.payload = nil // the job carries it from here; the tracker no longer needs it
-		return t.finish(pos, ev, won, payload), true
+		t.byStage[d.stage()]--
+		d.setStage(stageFinal)
+		var held live
+		if l != nil {
+			held = *l
+			delete(t.live, pos) // the job carries them from here
+		}
+		return t.finish(pos, ev, won, held), true
 	}
 	if ev.Outcome == oxytype.Success {
 		switch ev.DataType {
@@ -155,20 +188,20 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 }
 
 func (t *Tracker) advance(d *doc, to stage) {
-	if to <= d.stage {
+	if to <= d.stage() {
 		return
 	}
-	t.byStage[d.stage]--
+	t.byStage[d.stage()]--
 	t.byStage[to]++
-	d.stage = to
+	d.setStage(to)
 }
 
-// reconsider applies a final event about a doc that already finished: when
-// it decides the doc instead (runlog.DocOutcome.Beats), the doc's state,
-// counts and problem change to what it says. A done doc never changes.
-func (t *Tracker) reconsider(pos int, ev *messages.StatusEvent, won runlog.DocOutcome) {
-	p, ok := t.problemAt[pos]
-	if !ok || !won.Beats(p.won) {
+// reconsider applies a final event about a doc that finished other than
+// done (its problem is p): when it decides the doc instead
+// (runlog.DocOutcome.Beats), the doc's state, counts and problem change to
+// what it says.
+func (t *Tracker) reconsider(pos int, ev *messages.StatusEvent, won runlog.DocOutcome, p problem) {
+	if !won.Beats(p.won) {
 		return
 	}
 	old := t.problems[p.index]
@@ -184,18 +217,17 @@ func (t *Tracker) reconsider(pos int, ev *messages.StatusEvent, won runlog.DocOu
 	if ev.Outcome == oxytype.Success && ev.DataType == oxytype.DataWritten {
 		t.written++
 	}
-	t.finish(pos, ev, won, old.Payload)
+	t.finish(pos, ev, won, live{apiJobID: p.apiJobID, payload: old.Payload})
 }
 
-// finish records the doc at pos as decided by ev (whose outcome is won) and
-// returns its job.
-func (t *Tracker) finish(pos int, ev *messages.StatusEvent, won runlog.DocOutcome, payloadBody []byte) Job {
-	d := &t.docs[pos]
-	j := Job{Doc: pos, ID: d.apiJobID, Status: oxytype.Done, Payload: payloadBody}
+// finish records the doc at pos as decided by ev (whose outcome is won),
+// with the job id and payload it carried, and returns its job.
+func (t *Tracker) finish(pos int, ev *messages.StatusEvent, won runlog.DocOutcome, held live) Job {
+	d := t.docs[pos]
+	j := Job{Doc: pos, ID: held.apiJobID, Status: oxytype.Done, Payload: held.payload}
 	if !won.Done {
-		j.Status, j.ID = runlog.FailureLine(ev.State, ev.APIJobID, d.apiJobID)
+		j.Status, j.ID = runlog.FailureLine(ev.State, ev.APIJobID, held.apiJobID)
 	}
-	d.final = j.Status
 	t.byFinal[j.Status]++
 	if len(j.Payload) > 0 {
 		if p, err := payload.Parse(j.Payload, 0); err == nil {
@@ -203,7 +235,7 @@ func (t *Tracker) finish(pos int, ev *messages.StatusEvent, won runlog.DocOutcom
 			_, j.Input = p.Input()
 		}
 	}
-	if d.upload != 0 {
+	if d&(docUploaded|docUnuploaded) != 0 {
 		j.Upload = ev.Upload
 	}
 	switch j.Status {
@@ -221,14 +253,14 @@ func (t *Tracker) finish(pos int, ev *messages.StatusEvent, won runlog.DocOutcom
 		if j.Error == nil {
 			j.Error = &oxytype.ErrorInfo{Message: ev.Reason}
 		}
-		if j.ID == "" && !j.Error.MayHaveBilled && d.marked {
+		if j.ID == "" && !j.Error.MayHaveBilled && d&docMarked != 0 {
 			e := *j.Error
 			e.MayHaveBilled = true
 			j.Error = &e
 		}
 	}
 	if j.Status != oxytype.Done {
-		t.problemAt[pos] = problem{index: len(t.problems), won: won}
+		t.problemAt[pos] = problem{index: len(t.problems), won: won, apiJobID: held.apiJobID}
 		t.problems = append(t.problems, j)
 	}
 	return j

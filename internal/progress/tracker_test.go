@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -314,4 +315,33 @@ func TestTrackerDecidesADocAsTheRunLogDoes(t *testing.T) {
 			t.Errorf("problems %+v: want the mark kept", ps)
 		}
 	})
+}
+
+// TestTrackerKeepsAByteOrSoPerFinishedDoc: a run of millions must not hold
+// a tracker entry per payload beyond a byte or so; a doc's job id and
+// payload are let go when it finishes done. Not parallel: it reads the
+// heap.
+func TestTrackerKeepsAByteOrSoPerFinishedDoc(t *testing.T) {
+	const n = 200_000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: n, Destination: "results"})
+	for d := range n {
+		id := fmt.Sprintf("75%017d", d)
+		for _, dt := range []oxytype.DataType{oxytype.DataPayload, oxytype.DataSubmitted, oxytype.DataDone, oxytype.DataWritten} {
+			tr.Apply(success(d, dt, id))
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if got := tr.Progress().String(); got != "200,000/200,000 done, 200,000 written, 0ms" {
+		t.Fatalf("progress = %q", got)
+	}
+	runtime.KeepAlive(tr)
+	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	t.Logf("%d bytes per finished doc", per)
+	if per > 4 {
+		t.Errorf("the tracker holds %d bytes per finished doc, want at most 4", per)
+	}
 }
