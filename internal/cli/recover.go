@@ -174,7 +174,7 @@ func (rc *recoverer) recover(ctx context.Context, location string, dryRun bool) 
 	}
 	problems := rc.problems()
 	var incomplete error
-	if ie := progress.NewIncompleteRunError(problems, nil, true); ie != nil {
+	if ie := progress.NewIncompleteRunError(problems, nil, nil, true); ie != nil {
 		incomplete = ie
 	}
 	if err := progress.WriteReport(rc.console, problems, incomplete); err != nil {

@@ -621,7 +621,11 @@ func (r *runner) watch(ctx context.Context, run *oxy.Run, src *runSource) error 
 	}
 
 	runErr := run.Err()
-	if loc := run.RunLog(); loc != "" && (runErr != nil || len(run.Problems()) > 0) {
+	// recover acts on the run log's lines that are not done: a run whose
+	// only trouble is failed uploads (done jobs) has nothing for it.
+	var incomplete *oxy.IncompleteRunError
+	recoverable := len(run.Problems()) > 0 || (runErr != nil && !errors.As(runErr, &incomplete))
+	if loc := run.RunLog(); loc != "" && recoverable {
 		dest := redact.String(run.Announced().Destination)
 		if r.bodies != "" || dest == "" {
 			dest = "DEST" // the bodies' scratch folder is gone, or the API uploaded them
@@ -636,12 +640,8 @@ func (r *runner) watch(ctx context.Context, run *oxy.Run, src *runSource) error 
 	if errors.As(context.Cause(ctx), &intr) {
 		return intr
 	}
-	var incomplete *oxy.IncompleteRunError
 	if errors.As(runErr, &incomplete) {
 		return errIncomplete
-	}
-	if runErr == nil && run.Progress().Unuploaded > 0 {
-		return errIncomplete // the failed uploads were reported as they came
 	}
 	return runErr
 }

@@ -25,7 +25,7 @@ func ExampleWriteReport() {
 			Error: &oxytype.ErrorInfo{StatusCode: &notFound, Message: "Not Found", TraceID: "00000001-000000000000000000000000"}},
 		{Doc: 1, ID: "7500000000000000002", Status: oxytype.Faulted, Source: "universal", Input: "https://sandbox.oxylabs.io/products/2"},
 	}
-	err := progress.NewIncompleteRunError(problems, nil, false)
+	err := progress.NewIncompleteRunError(problems, nil, nil, false)
 	_ = progress.WriteReport(os.Stdout, problems, err)
 	// Output:
 	// Stopped checking job 7500000000000000001, because the API returned 404 Not Found: universal https://sandbox.oxylabs.io/products/1

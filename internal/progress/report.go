@@ -12,8 +12,9 @@ import (
 )
 
 // IncompleteRunError says a run ended with payloads that were rejected,
-// never submitted, or whose results were not fetched: each of those needs
-// the user's action (a fix and a resubmission, or a fetch by job id).
+// never submitted, whose results were not fetched, or whose upload to cloud
+// storage failed: each of those needs the user's action (a fix and a
+// resubmission, a fetch by job id, a look at the storage location).
 // Faulted jobs alone never make a run incomplete: the API ran them, and they
 // are reported, not raised.
 type IncompleteRunError struct {
@@ -26,16 +27,23 @@ type IncompleteRunError struct {
 	// Unfetched are the jobs whose results were not written; fetch them by
 	// ID at no cost.
 	Unfetched []Job
+	// Unuploaded are the jobs the API ran (and billed) whose upload to
+	// cloud storage failed or was never reported, with the upload's code
+	// and message in each Job's Upload. Their results stay at the API for
+	// its retention time: fetch them by ID at no cost.
+	Unuploaded []Job
 	// Cause is what stopped the run, when it was stopped (see oxytype.StoppedError).
 	Cause error
 }
 
 // NewIncompleteRunError builds the error from a run's problems (as
-// Tracker.Problems returns them) and its stop cause. It returns nil when
-// nothing was rejected, unsubmitted or unfetched and no cause left payloads
-// short of done; allDone says whether every payload ended done or faulted.
-func NewIncompleteRunError(problems []Job, cause error, allDone bool) *IncompleteRunError {
-	e := &IncompleteRunError{Cause: cause}
+// Tracker.Problems returns them), its failed uploads (as
+// Tracker.FailedUploads returns them) and its stop cause. It returns nil
+// when nothing was rejected, unsubmitted, unfetched or unuploaded and no
+// cause left payloads short of done; allDone says whether every payload
+// ended done or faulted.
+func NewIncompleteRunError(problems, failedUploads []Job, cause error, allDone bool) *IncompleteRunError {
+	e := &IncompleteRunError{Cause: cause, Unuploaded: slices.Clone(failedUploads)}
 	for _, j := range problems {
 		switch j.Status {
 		case oxytype.Rejected:
@@ -46,16 +54,16 @@ func NewIncompleteRunError(problems []Job, cause error, allDone bool) *Incomplet
 			e.Unfetched = append(e.Unfetched, j)
 		}
 	}
-	for _, s := range [][]Job{e.Rejections, e.Unsubmitted, e.Unfetched} {
+	for _, s := range [][]Job{e.Rejections, e.Unsubmitted, e.Unfetched, e.Unuploaded} {
 		slices.SortStableFunc(s, func(a, b Job) int { return cmp.Compare(a.Doc, b.Doc) })
 	}
-	if len(e.Rejections)+len(e.Unsubmitted)+len(e.Unfetched) == 0 && (cause == nil || allDone) {
+	if len(e.Rejections)+len(e.Unsubmitted)+len(e.Unfetched)+len(e.Unuploaded) == 0 && (cause == nil || allDone) {
 		return nil
 	}
 	return e
 }
 
-// Error returns the non-zero counts, e.g. "1 rejected, 2 unfetched", or
+// Error returns the non-zero counts, e.g. "1 rejected, 2 unfetched, 1 unuploaded", or
 // "the run stopped" when there are none but the run had a stop cause.
 func (e *IncompleteRunError) Error() string {
 	var parts []string
@@ -66,6 +74,7 @@ func (e *IncompleteRunError) Error() string {
 		{len(e.Rejections), "rejected"},
 		{len(e.Unsubmitted), "unsubmitted"},
 		{len(e.Unfetched), "unfetched"},
+		{len(e.Unuploaded), "unuploaded"},
 	} {
 		if c.n > 0 {
 			parts = append(parts, Thousands(c.n)+" "+c.name)

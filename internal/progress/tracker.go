@@ -6,6 +6,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/runlog"
+	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
 // stage is where a doc stands, in pipeline order; a success only ever moves
@@ -80,6 +81,7 @@ type Tracker struct {
 	retries     int
 	ignored     int
 	problems    []Job
+	failedUps   []Job           // finished jobs whose upload failed or was never reported
 	problemAt   map[int]problem // doc position → its problem
 }
 
@@ -153,7 +155,7 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 		l.apiJobID = ev.APIJobID
 	}
 	if ev.Upload != nil && *d&(docUploaded|docUnuploaded) == 0 {
-		if ev.Upload.Code == 13000 {
+		if ev.Upload.Code == wsa.UploadOK {
 			*d |= docUploaded
 			t.uploaded++
 		} else {
@@ -172,7 +174,11 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 			held = *l
 			delete(t.live, pos) // the job carries them from here
 		}
-		return t.finish(pos, ev, won, held), true
+		j := t.finish(pos, ev, won, held)
+		if j.Upload != nil && j.Upload.Code != wsa.UploadOK {
+			t.failedUps = append(t.failedUps, j)
+		}
+		return j, true
 	}
 	if ev.Outcome == oxytype.Success {
 		switch ev.DataType {
@@ -297,6 +303,12 @@ func (t *Tracker) Finished() int {
 // rejected, unsubmitted, unfetched), in the order they finished.
 func (t *Tracker) Problems() []Job {
 	return append([]Job(nil), t.problems...)
+}
+
+// FailedUploads returns the finished jobs whose upload to cloud storage
+// failed or was never reported, in the order they finished.
+func (t *Tracker) FailedUploads() []Job {
+	return append([]Job(nil), t.failedUps...)
 }
 
 // Ignored counts events that named no doc of the run.

@@ -167,10 +167,43 @@ func TestTrackerCountsUploads(t *testing.T) {
 	}
 }
 
+// TestAFailedUploadMakesTheRunIncomplete: a done job whose upload failed,
+// or was never reported, makes the run incomplete (as oxy run's exit code
+// 1 says), though it is no problem of the run log's states.
+func TestAFailedUploadMakesTheRunIncomplete(t *testing.T) {
+	t.Parallel()
+	tr := progress.NewTracker(messages.RunAnnounced{Run: run, Total: 3, FinalDataType: oxytype.DataDone})
+	for d, up := range []*oxytype.Upload{
+		{Code: 13000, Message: "ok"},
+		{Code: 13102, Message: "No such path"},
+		{Message: "no upload entry within 1m0s after the job finished"},
+	} {
+		ev := success(d, oxytype.DataDone, fmt.Sprint(7500000000000000001+d))
+		ev.Upload = up
+		if _, ok := tr.Apply(ev); !ok {
+			t.Fatalf("doc %d did not finish at done", d)
+		}
+	}
+	if err := progress.NewIncompleteRunError(tr.Problems(), nil, nil, true); err != nil {
+		t.Fatalf("without the failed uploads: %v", err)
+	}
+	err := progress.NewIncompleteRunError(tr.Problems(), tr.FailedUploads(), nil, true)
+	if err == nil || err.Error() != "2 unuploaded" {
+		t.Fatalf("err = %v, want 2 unuploaded", err)
+	}
+	var got []string
+	for _, j := range err.Unuploaded {
+		got = append(got, fmt.Sprintf("%d %s %d", j.Doc, j.ID, j.Upload.Code))
+	}
+	if want := "1 7500000000000000002 13102, 2 7500000000000000003 0"; strings.Join(got, ", ") != want {
+		t.Errorf("unuploaded = %s, want %s", strings.Join(got, ", "), want)
+	}
+}
+
 func TestReportAndIncompleteRunError(t *testing.T) {
 	t.Parallel()
 	tr, _ := seedRun(t)
-	err := progress.NewIncompleteRunError(tr.Problems(), nil, false)
+	err := progress.NewIncompleteRunError(tr.Problems(), nil, nil, false)
 	if err == nil || err.Error() != "1 unfetched" {
 		t.Fatalf("error = %v", err)
 	}
@@ -223,7 +256,7 @@ func TestReportLinesForEveryProblem(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("report:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	err := progress.NewIncompleteRunError(tr.Problems(), nil, false)
+	err := progress.NewIncompleteRunError(tr.Problems(), nil, nil, false)
 	if err.Error() != "2 rejected, 6 unsubmitted, 1 unfetched" {
 		t.Errorf("error = %q", err.Error())
 	}
@@ -235,14 +268,14 @@ func TestReportLinesForEveryProblem(t *testing.T) {
 func TestIncompleteRunErrorIsNilOrStopped(t *testing.T) {
 	t.Parallel()
 	faulted := []progress.Job{{Doc: 0, ID: "1", Status: oxytype.Faulted}}
-	if err := progress.NewIncompleteRunError(faulted, nil, true); err != nil {
+	if err := progress.NewIncompleteRunError(faulted, nil, nil, true); err != nil {
 		t.Errorf("faulted jobs alone made an error: %v", err)
 	}
 	stop := &oxytype.StoppedError{Reason: "interrupted"}
-	if err := progress.NewIncompleteRunError(faulted, stop, true); err != nil {
+	if err := progress.NewIncompleteRunError(faulted, nil, stop, true); err != nil {
 		t.Errorf("a stop that left every payload done or faulted made an error: %v", err)
 	}
-	err := progress.NewIncompleteRunError(nil, stop, false)
+	err := progress.NewIncompleteRunError(nil, nil, stop, false)
 	if err == nil || err.Error() != "the run stopped" {
 		t.Fatalf("error = %v", err)
 	}

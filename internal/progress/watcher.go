@@ -360,7 +360,7 @@ func (w *Watcher) incompleteLocked() *IncompleteRunError {
 		cause = w.stopped
 	}
 	p := w.progressLocked()
-	return NewIncompleteRunError(w.tracker.Problems(), cause, p.Done+p.Faulted == p.Payloads)
+	return NewIncompleteRunError(w.tracker.Problems(), w.tracker.FailedUploads(), cause, p.Done+p.Faulted == p.Payloads)
 }
 
 // Progress returns the run's progress now; after the end, its final

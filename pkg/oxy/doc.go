@@ -39,8 +39,9 @@
 // destination. The run's own memory holds only jobs not yet taken (at most
 // Options.Buffer) and the problems (rejected, unsubmitted, unfetched and
 // faulted jobs) for the final report. After the last job, Err returns an
-// *IncompleteRunError when anything ended rejected, unsubmitted or unfetched;
-// faulted jobs alone are reported, not an error.
+// *IncompleteRunError when anything ended rejected, unsubmitted or unfetched,
+// or an upload to cloud storage failed; faulted jobs alone are reported, not
+// an error.
 //
 // # Stopping
 //

@@ -214,7 +214,7 @@ func (r *RealtimeRun) Err() error {
 		cause = r.stopped
 	}
 	p := r.tracker.Progress()
-	if e := progress.NewIncompleteRunError(r.tracker.Problems(), cause, p.Done+p.Faulted == p.Payloads); e != nil {
+	if e := progress.NewIncompleteRunError(r.tracker.Problems(), r.tracker.FailedUploads(), cause, p.Done+p.Faulted == p.Payloads); e != nil {
 		return e
 	}
 	return nil

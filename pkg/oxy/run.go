@@ -23,7 +23,7 @@ type Job = progress.Job
 type Progress = progress.Progress
 
 // IncompleteRunError is the error of a run that ended with rejected,
-// unsubmitted or unfetched payloads.
+// unsubmitted, unfetched or unuploaded payloads.
 type IncompleteRunError = progress.IncompleteRunError
 
 // Run is one run of payloads through the pipeline. Take its finished jobs
@@ -139,8 +139,9 @@ func (r *Run) Done() <-chan struct{} { return r.watcher.Done() }
 
 // Err returns nil until the run has ended. Then it returns an
 // *IncompleteRunError when anything ended rejected, unsubmitted or
-// unfetched (faulted jobs alone are not an error), nil when every payload
-// ended done or faulted, or the error that ended the run early (see Next).
+// unfetched, or a job's upload to cloud storage failed (faulted jobs alone
+// are not an error), nil when every payload ended done or faulted and
+// every upload succeeded, or the error that ended the run early (see Next).
 func (r *Run) Err() error {
 	err := r.watcher.Err()
 	if err == nil {
