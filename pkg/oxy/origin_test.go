@@ -116,6 +116,11 @@ func TestStorageCheckHoldsBackAFailedLocation(t *testing.T) {
 	if p := run.Progress(); p.Uploaded != 2 || p.Unuploaded != 1 {
 		t.Errorf("progress %s, want 2 uploaded and 1 unuploaded", p)
 	}
+	var incomplete *oxy.IncompleteRunError
+	if err := run.Err(); !errors.As(err, &incomplete) || err.Error() != "2 unsubmitted, 1 unuploaded" ||
+		len(incomplete.Unuploaded) != 1 || incomplete.Unuploaded[0].Doc != 0 || incomplete.Unuploaded[0].Upload.Code != 13102 {
+		t.Errorf("Err() = %v, want 2 unsubmitted and the failed upload of doc 0", err)
+	}
 	cl, err := client.Cluster(ctx)
 	if err != nil {
 		t.Fatal(err)
