@@ -281,6 +281,11 @@ func TestUploadsAreWatchedNeverFetched(t *testing.T) {
 	if id := lines[1].ID; id == nil || !strings.Contains(res.stderr, "warning: The upload of job "+*id+" failed with 13102 ") {
 		t.Errorf("stderr does not report the failed upload:\n%s", res.stderr)
 	}
+	// The report counts the failed upload; recover has nothing to do for
+	// done jobs, so no hint points at it.
+	if !strings.Contains(res.stderr, "\n1 unuploaded\n") || strings.Contains(res.stderr, "oxy recover") {
+		t.Errorf("stderr should end its report with 1 unuploaded and not hint at oxy recover:\n%s", res.stderr)
+	}
 	st := sb.stats(t)
 	if st.Requests[emulator.EndpointResults] != 0 || st.JobsCreated != 3 || st.Requests[emulator.EndpointStatus] < 3 {
 		t.Errorf("the sandbox answered %d results GETs and %d status GETs and created %d jobs, want 0, at least 3 and 3",
