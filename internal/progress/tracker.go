@@ -175,7 +175,7 @@ func (t *Tracker) Apply(ev *messages.StatusEvent) (Job, bool) {
 			delete(t.live, pos) // the job carries them from here
 		}
 		j := t.finish(pos, ev, won, held)
-		if j.Upload != nil && j.Upload.Code != wsa.UploadOK {
+		if *d&docUnuploaded != 0 { // the same judgement as the unuploaded count
 			t.failedUps = append(t.failedUps, j)
 		}
 		return j, true

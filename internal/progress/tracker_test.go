@@ -184,6 +184,9 @@ func TestAFailedUploadMakesTheRunIncomplete(t *testing.T) {
 			t.Fatalf("doc %d did not finish at done", d)
 		}
 	}
+	if p := tr.Progress(); p.Unuploaded != len(tr.FailedUploads()) || p.Unuploaded != 2 {
+		t.Errorf("%d unuploaded counted, %d failed uploads listed, want 2 of each", p.Unuploaded, len(tr.FailedUploads()))
+	}
 	if err := progress.NewIncompleteRunError(tr.Problems(), nil, nil, true); err != nil {
 		t.Fatalf("without the failed uploads: %v", err)
 	}
