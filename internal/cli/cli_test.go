@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -184,5 +185,27 @@ func TestExitCodes(t *testing.T) {
 		if got := exitCode(&b, c.err); got != c.code || b.String() != c.out {
 			t.Errorf("exitCode(%v) = %d, printed %q; want %d, %q", c.err, got, b.String(), c.code, c.out)
 		}
+	}
+}
+
+// oxy run doubles the runtime's processors, since its goroutines spend much
+// of their time in blocking file system calls; a GOMAXPROCS the user set
+// stays as it is.
+func TestRunWidensProcsUnlessGOMAXPROCSIsSet(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(before) })
+
+	widenProcs(func(k string) string {
+		if k == "GOMAXPROCS" {
+			return "3"
+		}
+		return ""
+	})
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Fatalf("with GOMAXPROCS set: %d processors, want %d as they were", got, before)
+	}
+	widenProcs(func(string) string { return "" })
+	if got := runtime.GOMAXPROCS(0); got != procsPerCore*before {
+		t.Fatalf("without GOMAXPROCS: %d processors, want %d", got, procsPerCore*before)
 	}
 }
