@@ -148,33 +148,13 @@ func urlPayload(path string) string {
 // events returns the status events stored so far, in stream order.
 func (f *fixture) events() []messages.StatusEvent {
 	f.t.Helper()
-	var out []messages.StatusEvent
-	for _, m := range f.streamMsgs(topology.StreamStatus) {
-		ev, err := messages.DecodeStatusEvent(m.Subject, m.Data)
-		if err != nil {
-			f.t.Fatalf("status event does not decode: %v", err)
-		}
-		out = append(out, *ev)
-	}
-	return out
+	return testutil.StreamDecoded(f.t, f.js, topology.StreamStatus, messages.DecodeStatusEvent)
 }
 
 // dones returns the Done messages stored so far.
 func (f *fixture) dones() []messages.Done {
 	f.t.Helper()
-	var out []messages.Done
-	for _, m := range f.streamMsgs(topology.StreamDone) {
-		d, err := messages.DecodeDone(m.Subject, m.Data)
-		if err != nil {
-			f.t.Fatalf("Done does not decode: %v", err)
-		}
-		out = append(out, *d)
-	}
-	return out
-}
-
-func (f *fixture) streamMsgs(name string) []*jetstream.RawStreamMsg {
-	return testutil.StreamMsgs(f.t, f.js, name)
+	return testutil.StreamDecoded(f.t, f.js, topology.StreamDone, messages.DecodeDone)
 }
 
 // final waits for the doc's last event to be a success at done or a hard

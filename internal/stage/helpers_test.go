@@ -128,15 +128,7 @@ func (e *env) events() []messages.StatusEvent {
 
 func (e *env) streamEvents(name string) []messages.StatusEvent {
 	e.t.Helper()
-	var out []messages.StatusEvent
-	for _, raw := range e.streamMsgs(name) {
-		ev, err := messages.DecodeStatusEvent(raw.Subject, raw.Data)
-		if err != nil {
-			e.t.Fatalf("a runtime-made status event does not decode: %v", err)
-		}
-		out = append(out, *ev)
-	}
-	return out
+	return testutil.StreamDecoded(e.t, e.js, name, messages.DecodeStatusEvent)
 }
 
 // streamMsgs returns the messages still stored in a stream.

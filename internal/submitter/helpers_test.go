@@ -237,15 +237,7 @@ func (e *env) claim(doc int) *messages.Claim {
 // events returns the status events stored so far, in stream order.
 func (e *env) events() []messages.StatusEvent {
 	e.t.Helper()
-	var out []messages.StatusEvent
-	for _, raw := range e.streamMsgs(topology.StreamStatus) {
-		ev, err := messages.DecodeStatusEvent(raw.Subject, raw.Data)
-		if err != nil {
-			e.t.Fatalf("a status event does not decode: %v", err)
-		}
-		out = append(out, *ev)
-	}
-	return out
+	return testutil.StreamDecoded(e.t, e.js, topology.StreamStatus, messages.DecodeStatusEvent)
 }
 
 // eventsOf returns the events of one doc with the given outcome.
@@ -275,19 +267,7 @@ func (e *env) count(outcome oxytype.Outcome) int {
 // submitted returns the Submitted messages stored so far.
 func (e *env) submitted() []messages.Submitted {
 	e.t.Helper()
-	var out []messages.Submitted
-	for _, raw := range e.streamMsgs(topology.StreamSubmitted) {
-		s, err := messages.DecodeSubmitted(raw.Subject, raw.Data)
-		if err != nil {
-			e.t.Fatalf("a Submitted does not decode: %v", err)
-		}
-		out = append(out, *s)
-	}
-	return out
-}
-
-func (e *env) streamMsgs(name string) []*jetstream.RawStreamMsg {
-	return testutil.StreamMsgs(e.t, e.js, name)
+	return testutil.StreamDecoded(e.t, e.js, topology.StreamSubmitted, messages.DecodeSubmitted)
 }
 
 // pending is how many payload messages are not settled yet. The payload

@@ -32,3 +32,20 @@ func StreamMsgs(t testing.TB, js jetstream.JetStream, name string) []*jetstream.
 	}
 	return out
 }
+
+// StreamDecoded returns the messages the stream name still stores, in
+// order, each decoded by decode (messages.DecodeStatusEvent,
+// messages.DecodeDone, …). A message that does not decode fails the test:
+// whatever a stage stored must be readable by the next one.
+func StreamDecoded[T any](t testing.TB, js jetstream.JetStream, name string, decode func(subject string, data []byte) (*T, error)) []T {
+	t.Helper()
+	var out []T
+	for _, m := range StreamMsgs(t, js, name) {
+		v, err := decode(m.Subject, m.Data)
+		if err != nil {
+			t.Fatalf("stream %s, message %d does not decode: %v", name, m.Sequence, err)
+		}
+		out = append(out, *v)
+	}
+	return out
+}

@@ -3,7 +3,6 @@ package writer_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -202,31 +201,7 @@ func (f *fixture) events(run, doc string) []messages.StatusEvent {
 
 func (f *fixture) allEvents() []messages.StatusEvent {
 	f.t.Helper()
-	ctx := f.t.Context()
-	s, err := f.js.Stream(ctx, topology.StreamStatus)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	var out []messages.StatusEvent
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		ev, err := messages.DecodeStatusEvent(m.Subject, m.Data)
-		if err != nil {
-			f.t.Fatalf("status event does not decode: %v", err)
-		}
-		out = append(out, *ev)
-	}
-	return out
+	return testutil.StreamDecoded(f.t, f.js, topology.StreamStatus, messages.DecodeStatusEvent)
 }
 
 // final waits until the doc's last event is a success or a hard failure and
