@@ -123,7 +123,7 @@ const procsPerCore = 2
 // memory (four per core: 18.6 s, 14 % more memory). The runtime's default
 // already follows the container's CPU limit; this doubles it.
 func widenProcs(getenv func(string) string) {
-	if getenv("GOMAXPROCS") != "" {
+	if getenv(envMaxProcs) != "" {
 		return
 	}
 	runtime.GOMAXPROCS(procsPerCore * runtime.GOMAXPROCS(0))

@@ -196,7 +196,7 @@ func TestRunWidensProcsUnlessGOMAXPROCSIsSet(t *testing.T) {
 	t.Cleanup(func() { runtime.GOMAXPROCS(before) })
 
 	widenProcs(func(k string) string {
-		if k == "GOMAXPROCS" {
+		if k == envMaxProcs {
 			return "3"
 		}
 		return ""

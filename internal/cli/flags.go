@@ -32,6 +32,9 @@ const (
 	// envNATSReplicas is the workers' variable (internal/worker): the replicas of
 	// streams created when none exist yet.
 	envNATSReplicas = "OXY_NATS_REPLICAS"
+	// envMaxProcs is the Go runtime's own variable; oxy run sets it when it
+	// is unset (see widenProcs).
+	envMaxProcs = "GOMAXPROCS"
 )
 
 // environment describes every variable oxy reads, for `oxy --help`.
@@ -50,6 +53,7 @@ func environment() map[string]string {
 		envRetryUnknown: "--retry-unknown-once",
 		envStopTimeout:  "--stop-timeout",
 		envNATSReplicas: "with --nats: replicas of the streams oxy creates when no worker has (default 1)",
+		envMaxProcs:     "goroutines running at once (oxy run: twice the Go runtime's default, unless set)",
 	}
 }
 
