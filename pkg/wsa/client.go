@@ -190,7 +190,7 @@ func (c *Client) exchangeAt(ctx context.Context, cl *call, base, method, path st
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return r, readError(cl, resp)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBody+1))
+	data, err := readBody(resp.Body, resp.ContentLength, maxJSONBody)
 	if err != nil {
 		f := cl.failure(err) // the caller's context, the timeout, or the network
 		return r, &APIError{StatusCode: resp.StatusCode, Message: clean(ErrBadResponse.Error() + ": " + f.Message), Err: fmt.Errorf("%w: %w", ErrBadResponse, f.Err)}
@@ -200,6 +200,20 @@ func (c *Client) exchangeAt(ctx context.Context, cl *call, base, method, path st
 	}
 	r.Body = data
 	return r, nil
+}
+
+// readBody reads at most limit+1 bytes of body (one more than allowed, so
+// that the caller sees an oversized body). When the answer declares its
+// size, the buffer is allocated once at that size: io.ReadAll would start
+// at 512 bytes and grow by copying, several allocations per answer on the
+// hottest path of a run.
+func readBody(body io.Reader, size, limit int64) ([]byte, error) {
+	var b bytes.Buffer
+	if size >= 0 && size <= limit {
+		b.Grow(int(size) + bytes.MinRead) // room to read the end without growing
+	}
+	_, err := b.ReadFrom(io.LimitReader(body, limit+1))
+	return b.Bytes(), err
 }
 
 // readError reads a failure answer's body (bounded) into an *APIError.
