@@ -162,6 +162,9 @@ func (c *Client) sendTo(cl *call, base, method, path, rawQuery string, body []by
 // full job objects is about 15 MB.
 const maxJSONBody = 256 << 20
 
+// maxPresize is the largest declared body size readBody allocates up front.
+const maxPresize = 1 << 20
+
 // reply is an answer read whole. Header is nil when no answer came.
 type reply struct {
 	StatusCode int
@@ -203,13 +206,14 @@ func (c *Client) exchangeAt(ctx context.Context, cl *call, base, method, path st
 }
 
 // readBody reads at most limit+1 bytes of body (one more than allowed, so
-// that the caller sees an oversized body). When the answer declares its
-// size, the buffer is allocated once at that size: io.ReadAll would start
-// at 512 bytes and grow by copying, several allocations per answer on the
-// hottest path of a run.
+// that the caller sees an oversized body). When the answer declares a size
+// up to maxPresize, the buffer is allocated once at that size: io.ReadAll
+// would start at 512 bytes and grow by copying, several allocations per
+// answer on the hottest path of a run. A larger declared size is not
+// trusted before its bytes arrive; such a body grows as it is read.
 func readBody(body io.Reader, size, limit int64) ([]byte, error) {
 	var b bytes.Buffer
-	if size >= 0 && size <= limit {
+	if size >= 0 && size <= min(limit, maxPresize) {
 		b.Grow(int(size) + bytes.MinRead) // room to read the end without growing
 	}
 	_, err := b.ReadFrom(io.LimitReader(body, limit+1))
