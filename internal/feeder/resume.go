@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
@@ -126,24 +125,10 @@ func (f *Feeder) scanStatus(ctx context.Context, run string, fn func(*messages.S
 }
 
 // scanClaims calls fn with the position of every doc of the run that has a
-// claim.
+// claim (its own, or in the run's settled record).
 func (f *Feeder) scanClaims(ctx context.Context, run string, fn func(pos int)) error {
-	kv, err := f.cfg.Topology.JetStream().KeyValue(ctx, topology.BucketClaims)
-	if err != nil {
+	if err := f.cfg.Topology.Claims().ScanRun(ctx, run, fn); err != nil {
 		return fmt.Errorf("feeder: resume: %w", err)
 	}
-	prefix := messages.RunToken(run) + "."
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	keys, err := kv.ListKeysFiltered(lctx, prefix+">")
-	if err != nil {
-		return fmt.Errorf("feeder: resume: list claims: %w", err)
-	}
-	defer func() { _ = keys.Stop() }()
-	for key := range keys.Keys() {
-		if pos, err := messages.ParseDocID(strings.TrimPrefix(key, prefix)); err == nil {
-			fn(pos)
-		}
-	}
-	return ctx.Err()
+	return nil
 }

@@ -21,6 +21,7 @@ const (
 	DefaultClaimRecheck     = 5 * time.Second // with unlimited deliveries; see Config.ClaimRecheck
 	DefaultRunStateTTL      = 2 * time.Second
 	DefaultRateLimitedRetry = time.Second
+	DefaultSettleInterval   = time.Second
 )
 
 // Config configures a Submitter. Stage.Conn, Topology and API are
@@ -103,6 +104,12 @@ type Config struct {
 	// of the rate limit (the pacer pauses submissions meanwhile). Other
 	// retryable failures follow the consumer's RetryBackoff. Default 1s.
 	RateLimitedRetry time.Duration
+	// SettleInterval is how often the claims of docs whose payload messages
+	// are gone (acked with a job id) are settled: their job ids move into
+	// their run's settled record and their keys leave the claims bucket,
+	// which otherwise holds about 140 bytes of broker memory per doc until
+	// the run is forgotten. Default 1s; negative: never settle.
+	SettleInterval time.Duration
 }
 
 // WithDefaults returns c with every unset field filled in.
@@ -137,6 +144,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RateLimitedRetry == 0 {
 		c.RateLimitedRetry = DefaultRateLimitedRetry
+	}
+	if c.SettleInterval == 0 {
+		c.SettleInterval = DefaultSettleInterval
 	}
 	c.Pacer = c.Pacer.WithDefaults()
 	return c

@@ -30,6 +30,9 @@ type item struct {
 	retryOf string
 	// res is how the message is settled (nil: ack).
 	res error
+	// jobID is the job id the doc's own claim holds, once known: with an
+	// ack, the claim is settled after the message is gone (see settler).
+	jobID string
 }
 
 // what names the payload in log lines and errors as "<src> <input>", the
@@ -68,6 +71,7 @@ func (h handler) HandleBatch(ctx context.Context, batch []*stage.Msg) []error {
 	for k, it := range items {
 		errs[pos[k]] = it.res
 	}
+	h.s.settler.add(items)
 	return errs
 }
 
@@ -265,6 +269,9 @@ func (s *Submitter) claimHeld(ctx context.Context, it *item, ref topology.ClaimR
 		// the copy if the first one was stored.
 		s.met.count(outRepublished)
 		it.res = s.publishSubmitted(it, c.APIJobID, c.SubmittedAt)
+		if !ref.Settled {
+			it.jobID = c.APIJobID
+		}
 		return false
 	case messages.ClaimHeld:
 		age := time.Since(c.ClaimedAt)

@@ -29,6 +29,7 @@ type metrics struct {
 	latency   *prometheus.HistogramVec // endpoint
 	batchSize prometheus.Observer
 	pacerWait prometheus.Observer
+	settled   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -50,6 +51,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "oxy_submitter_pacer_wait_seconds", Help: "Time a submission waited for the rate budget.",
 		Buckets: []float64{.001, .01, .05, .1, .25, .5, 1, 2, 5, 10, 30, 60},
 	})
+	settled := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "oxy_submitter_claims_settled_total", Help: "Claims moved into their run's settled record after their payload messages were gone.",
+	})
 	if reg != nil {
 		var err error
 		if payloads, err = promreg.Register(reg, payloads); err != nil {
@@ -67,11 +71,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		if pacerWait, err = promreg.Register(reg, pacerWait); err != nil {
 			return nil, err
 		}
+		if settled, err = promreg.Register(reg, settled); err != nil {
+			return nil, err
+		}
 	}
 	for _, o := range []string{outSubmitted, outRepublished, outRejected, outUnsubmitted, outUnknown, outRetry, outWait} {
 		payloads.WithLabelValues(o) // export zeros so rates work from the start
 	}
-	return &metrics{payloads: payloads, requests: requests, latency: latency, batchSize: batchSize, pacerWait: pacerWait}, nil
+	return &metrics{payloads: payloads, requests: requests, latency: latency, batchSize: batchSize, pacerWait: pacerWait, settled: settled}, nil
 }
 
 func (m *metrics) count(outcome string) { m.payloads.WithLabelValues(outcome).Inc() }

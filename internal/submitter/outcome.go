@@ -9,6 +9,7 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/internal/stage"
+	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
@@ -22,6 +23,9 @@ func (s *Submitter) accepted(ctx context.Context, it *item, jobID string) {
 	unpin := it.m.Pin()
 	s.markSubmitted(ctx, it, jobID, at)
 	unpin()
+	if c := it.claim; c != nil && c.Claim.State == messages.ClaimSubmitted && c.Claim.APIJobID == jobID {
+		it.jobID = jobID
+	}
 	s.met.count(outSubmitted)
 	it.res = s.publishSubmitted(it, jobID, at)
 }

@@ -308,6 +308,7 @@ func (s *Submitter) admit(ctx context.Context, items []*item) (wsa.Ticket, []*it
 			claimed = append(claimed, it)
 		}
 	}
+	claimed = s.dropSettled(ctx, claimed)
 	if len(claimed) == 0 {
 		s.pacer.Done(t, wsa.RateLimit{}, errNotSent)
 		return wsa.Ticket{}, nil, false

@@ -36,6 +36,8 @@ type Submitter struct {
 	// that did not land. The payload's next delivery here takes such a
 	// claim back (see acquire).
 	unconfirmed unconfirmedClaims
+	// settler settles the claims of docs whose payload messages are gone.
+	settler settler
 }
 
 var _ health.Checker = (*Submitter)(nil)
@@ -59,6 +61,7 @@ func New(cfg Config) (*Submitter, error) {
 		cfg: cfg, log: cfg.Stage.Logger.With(zap.String("stage", string(topology.Submitter))),
 		client: cfg.API, pacer: pacer, claims: cfg.Topology.Claims(), met: met,
 	}
+	s.settler.s = s
 	s.runs = newRunStates(cfg.Topology.Runs(), cfg.RunStateTTL, cfg.KVTimeout, s.log)
 	w, err := stage.NewBatch(cfg.Stage, handler{s})
 	if err != nil {
@@ -82,7 +85,16 @@ func (s *Submitter) Run(ctx context.Context) error {
 		zap.Int("rate_limit", s.cfg.Pacer.Limit), zap.Int("render_rate_limit", s.cfg.Pacer.RenderLimit),
 		zap.Bool("batching", !s.cfg.DisableBatch), zap.Int("max_batch", s.cfg.MaxBatch),
 		zap.Stringer("api", s.client))
-	return s.worker.Run(ctx)
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.settler.run(sctx)
+	}()
+	err := s.worker.Run(ctx)
+	stop()
+	<-done
+	return err
 }
 
 // Ready implements health.Checker: ready while the consumer is reachable.

@@ -29,6 +29,10 @@ var (
 type ClaimRef struct {
 	Claim    messages.Claim
 	Revision uint64
+	// Settled is set for a claim read from its run's settled record (see
+	// Claims.Settle): it is submitted, carries only its job id, and cannot
+	// be updated (Revision is 0).
+	Settled bool
 }
 
 // ClaimHeldError is returned by Claims.Acquire when the doc cannot be
@@ -61,12 +65,18 @@ func (e *ClaimHeldError) Is(target error) bool { return target == ErrClaimHeld }
 // twice.
 type Claims struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream
+	st claimStream
 }
 
 // Acquire claims a doc for submission. It succeeds when the doc has no
 // claim, or a released one (whose MayHaveBilled mark and Retries the new
 // claim keeps). Otherwise it returns a *ClaimHeldError with the claim as
 // stored.
+//
+// A settled doc (see Settle) has no key, so Acquire creates a fresh claim
+// for it: before anything is sent under claims it created, the caller
+// looks the docs up with SettledJobs, once for all of them.
 func (c *Claims) Acquire(ctx context.Context, run, doc string, attempt int, by string, now time.Time) (*ClaimRef, error) {
 	claim := messages.Claim{Run: run, Doc: doc, Attempt: attempt, State: messages.ClaimHeld, By: by, ClaimedAt: now.UTC()}
 	data, err := json.Marshal(claim)
@@ -129,12 +139,13 @@ func (c *Claims) Retake(ctx context.Context, ref ClaimRef, attempt int, by strin
 	return &ref, nil
 }
 
-// Get returns a doc's claim, or ErrNoClaim.
+// Get returns a doc's claim, or ErrNoClaim. A doc whose claim was settled
+// reads as submitted, with its job id (ClaimRef.Settled).
 func (c *Claims) Get(ctx context.Context, run, doc string) (*ClaimRef, error) {
 	key := messages.ClaimKey(run, doc)
 	e, err := c.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, fmt.Errorf("%w for %s", ErrNoClaim, key)
+		return c.settledClaim(ctx, run, doc)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("topology: claim %s: %w", key, err)
@@ -183,6 +194,9 @@ func (c *Claims) Release(ctx context.Context, ref *ClaimRef, reason string) erro
 }
 
 func (c *Claims) update(ctx context.Context, ref *ClaimRef, next messages.Claim) error {
+	if ref.Settled {
+		return fmt.Errorf("%w: doc %s of run %s is settled (its job is %s); its claim cannot change", ErrConflict, next.Doc, next.Run, ref.Claim.APIJobID)
+	}
 	data, err := json.Marshal(next)
 	if err != nil {
 		return err

@@ -125,7 +125,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 			return nil, fmt.Errorf("topology: bucket %s: %w", kc.Bucket, err)
 		}
 	}
-	return &Topology{js: js, cfg: cfg, claims: &Claims{kv: kvs[0]}, runs: &Runs{kv: kvs[1]}, feeds: &Feeds{kv: kvs[2], ids: kvs[3]}}, nil
+	return &Topology{js: js, cfg: cfg, claims: &Claims{kv: kvs[0], js: js}, runs: &Runs{kv: kvs[1]}, feeds: &Feeds{kv: kvs[2], ids: kvs[3]}}, nil
 }
 
 // createStreamIfMissing creates the stream unless it exists; an existing

@@ -1,0 +1,355 @@
+package topology
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/oxypipe/oxypipe/pkg/messages"
+)
+
+// A claim per doc costs the broker about 140 bytes of memory for as long as
+// the key exists: a million-payload run would hold 140 MB for claims whose
+// only remaining use is to stop a late copy of a payload from being billed
+// again. So once a doc's payload message is gone from its stream (acked or
+// terminated: no delivery of it can come again) and its claim holds a job
+// id, the claim is settled: its job id is written into its run's settled
+// record, 8 bytes per doc in segments of SettledSegment docs, and only then
+// is the doc's own key removed. A doc without a key but with a job id in
+// its segment reads as a submitted claim (Get), so every reader of claims
+// keeps deciding as before; a copy of the payload that creates a fresh
+// claim afterwards finds the job there (SettledJobs) before any request.
+
+// SettledSegment is the number of docs one settled-record segment holds.
+const SettledSegment = 4096
+
+// settledSlot is the size of a doc's slot in a segment: its job id as a
+// little-endian uint64 (every WSA job id is a decimal number below 2^63); 0
+// is an empty slot.
+const settledSlot = 8
+
+// maxSettleTries bounds the compare-and-set rounds of one segment update
+// that other submitters keep changing.
+const maxSettleTries = 20
+
+// SettledDoc is a doc whose claim may be settled: its position in the run
+// and the job id its claim holds.
+type SettledDoc struct {
+	Pos   int
+	JobID string
+}
+
+// settledKey is the key of segment seg of a run's settled record. Doc keys
+// are decimal positions, so it never collides with one.
+func settledKey(run string, seg int) string {
+	return messages.RunToken(run) + ".settled." + strconv.Itoa(seg)
+}
+
+// parseSettledKey returns the segment a key of the claims bucket names,
+// after the run's token and a dot, or false for a doc's key.
+func parseSettledKey(rest string) (int, bool) {
+	const p = "settled."
+	if len(rest) <= len(p) || rest[:len(p)] != p {
+		return 0, false
+	}
+	seg, err := strconv.Atoi(rest[len(p):])
+	return seg, err == nil && seg >= 0
+}
+
+// settleableJobID returns a job id as a slot value, or false for an id
+// that is not a canonical decimal number in (0, 2^63): such a doc keeps its
+// claim.
+func settleableJobID(id string) (uint64, bool) {
+	v, err := strconv.ParseUint(id, 10, 63)
+	if err != nil || v == 0 || strconv.FormatUint(v, 10) != id {
+		return 0, false
+	}
+	return v, true
+}
+
+// Settleable reports whether a doc of the given id with a claim holding
+// jobID can be settled at all.
+func Settleable(doc, jobID string) bool {
+	if _, err := messages.ParseDocID(doc); err != nil {
+		return false
+	}
+	_, ok := settleableJobID(jobID)
+	return ok
+}
+
+// segment is a decoded settled-record segment: slot i holds the job id of
+// doc seg*SettledSegment+i, or 0.
+type segment []uint64
+
+func decodeSegment(data []byte) (segment, error) {
+	if len(data)%settledSlot != 0 || len(data) > SettledSegment*settledSlot {
+		return nil, fmt.Errorf("a settled-record segment of %d bytes (want a multiple of %d, at most %d)",
+			len(data), settledSlot, SettledSegment*settledSlot)
+	}
+	s := make(segment, len(data)/settledSlot)
+	for i := range s {
+		s[i] = binary.LittleEndian.Uint64(data[i*settledSlot:])
+	}
+	return s, nil
+}
+
+// encode writes the segment up to its last filled slot, so that a small
+// run's segment stays small.
+func (s segment) encode() []byte {
+	n := len(s)
+	for n > 0 && s[n-1] == 0 {
+		n--
+	}
+	out := make([]byte, n*settledSlot)
+	for i := range n {
+		binary.LittleEndian.PutUint64(out[i*settledSlot:], s[i])
+	}
+	return out
+}
+
+func (s segment) job(slot int) string {
+	if slot >= len(s) || s[slot] == 0 {
+		return ""
+	}
+	return strconv.FormatUint(s[slot], 10)
+}
+
+// readSegment returns segment seg of a run's settled record and its
+// revision (0 and an empty segment when it does not exist).
+func (c *Claims) readSegment(ctx context.Context, run string, seg int) (segment, uint64, error) {
+	key := settledKey(run, seg)
+	e, err := c.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("topology: settled record %s: %w", key, err)
+	}
+	s, err := decodeSegment(e.Value())
+	if err != nil {
+		return nil, 0, fmt.Errorf("topology: settled record %s: %w", key, err)
+	}
+	return s, e.Revision(), nil
+}
+
+// settledClaim returns the settled claim of a doc without a key, or
+// ErrNoClaim.
+func (c *Claims) settledClaim(ctx context.Context, run, doc string) (*ClaimRef, error) {
+	pos, err := messages.ParseDocID(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%w for %s", ErrNoClaim, messages.ClaimKey(run, doc))
+	}
+	s, _, err := c.readSegment(ctx, run, pos/SettledSegment)
+	if err != nil {
+		return nil, err
+	}
+	id := s.job(pos % SettledSegment)
+	if id == "" {
+		return nil, fmt.Errorf("%w for %s", ErrNoClaim, messages.ClaimKey(run, doc))
+	}
+	claim := messages.Claim{V: messages.Version, Run: run, Doc: doc, State: messages.ClaimSubmitted, APIJobID: id}
+	return &ClaimRef{Claim: claim, Settled: true}, nil
+}
+
+// SettledJobs returns the job ids of those of a run's docs (by position)
+// that are settled, reading each segment once. A caller that has just
+// created fresh claims for the docs calls it afterwards: a doc settled
+// before the claim was created is found, since its key was removed only
+// after its job id was written.
+func (c *Claims) SettledJobs(ctx context.Context, run string, positions []int) (map[int]string, error) {
+	segs := map[int]segment{}
+	var out map[int]string
+	for _, pos := range positions {
+		seg := pos / SettledSegment
+		s, ok := segs[seg]
+		if !ok {
+			var err error
+			if s, _, err = c.readSegment(ctx, run, seg); err != nil {
+				return nil, err
+			}
+			segs[seg] = s
+		}
+		if id := s.job(pos % SettledSegment); id != "" {
+			if out == nil {
+				out = map[int]string{}
+			}
+			out[pos] = id
+		}
+	}
+	return out, nil
+}
+
+// Settle settles docs of one run whose payload messages are gone and whose
+// claims hold the given job ids: it writes the ids into the run's settled
+// record (a compare-and-set per segment), then removes the docs' keys. A
+// doc whose key is removed is never claimed again without its job being
+// found (see SettledJobs), so the caller must know that no delivery of the
+// doc's payload message can come again. Docs whose id cannot be settled
+// (Settleable) are left as they are. It returns how many keys it removed;
+// on an error, the docs not yet settled keep their claims and may be
+// settled again (every step is idempotent).
+func (c *Claims) Settle(ctx context.Context, run string, docs []SettledDoc) (int, error) {
+	bySeg := map[int][]SettledDoc{}
+	var segs []int
+	for _, d := range docs {
+		if _, ok := settleableJobID(d.JobID); !ok || d.Pos < 0 {
+			continue
+		}
+		seg := d.Pos / SettledSegment
+		if _, ok := bySeg[seg]; !ok {
+			segs = append(segs, seg)
+		}
+		bySeg[seg] = append(bySeg[seg], d)
+	}
+	removed := 0
+	for _, seg := range segs {
+		if err := c.writeSegment(ctx, run, seg, bySeg[seg]); err != nil {
+			return removed, err
+		}
+		for _, d := range bySeg[seg] {
+			if err := c.removeKey(ctx, messages.ClaimKey(run, messages.DocID(d.Pos))); err != nil {
+				return removed, err
+			}
+			removed++
+		}
+	}
+	return removed, nil
+}
+
+// writeSegment writes the job ids of docs (all of segment seg) into the
+// segment. A slot already holding another id keeps it: the first job
+// recorded for a doc is the one its claim held when the doc was settled,
+// and a doc billed twice is logged where it happened.
+func (c *Claims) writeSegment(ctx context.Context, run string, seg int, docs []SettledDoc) error {
+	key := settledKey(run, seg)
+	for range maxSettleTries {
+		s, rev, err := c.readSegment(ctx, run, seg)
+		if err != nil {
+			return err
+		}
+		changed := false
+		for _, d := range docs {
+			slot := d.Pos % SettledSegment
+			v, _ := settleableJobID(d.JobID)
+			if slot >= len(s) {
+				s = append(s, make(segment, slot+1-len(s))...)
+			}
+			if s[slot] == 0 {
+				s[slot], changed = v, true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		if rev == 0 {
+			_, err = c.kv.Create(ctx, key, s.encode())
+		} else {
+			_, err = c.kv.Update(ctx, key, s.encode(), rev)
+		}
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+			continue // another submitter wrote it first: read it again
+		default:
+			return fmt.Errorf("topology: settled record %s: %w", key, err)
+		}
+	}
+	return fmt.Errorf("%w on settled record %s: changed by others %d times in a row", ErrConflict, key, maxSettleTries)
+}
+
+// removeKey removes every message of a key from the claims bucket's stream,
+// leaving no delete marker: a marker would keep the key in the broker's
+// index, which is what settling is for.
+func (c *Claims) removeKey(ctx context.Context, key string) error {
+	st, err := c.stream(ctx)
+	if err != nil {
+		return err
+	}
+	if err := st.Purge(ctx, jetstream.WithPurgeSubject(kvSubject(BucketClaims, key))); err != nil {
+		return fmt.Errorf("topology: remove claim %s: %w", key, err)
+	}
+	return nil
+}
+
+// claimStream is the stream behind the claims bucket, looked up once.
+type claimStream struct {
+	mu sync.Mutex
+	st jetstream.Stream
+}
+
+func (c *Claims) stream(ctx context.Context) (jetstream.Stream, error) {
+	c.st.mu.Lock()
+	defer c.st.mu.Unlock()
+	if c.st.st != nil {
+		return c.st.st, nil
+	}
+	st, err := c.js.Stream(ctx, kvStream(BucketClaims))
+	if err != nil {
+		return nil, fmt.Errorf("topology: claims stream: %w", err)
+	}
+	c.st.st = st
+	return st, nil
+}
+
+// Forget removes a fresh claim this caller created for a doc that turned
+// out to be settled (SettledJobs): the settled record stands for the doc.
+func (c *Claims) Forget(ctx context.Context, ref *ClaimRef) error {
+	if ref.Settled {
+		return nil
+	}
+	key := messages.ClaimKey(ref.Claim.Run, ref.Claim.Doc)
+	err := c.kv.Purge(ctx, key, jetstream.LastRevision(ref.Revision))
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return fmt.Errorf("%w on claim %s", ErrConflict, key)
+	}
+	if err != nil {
+		return fmt.Errorf("topology: forget claim %s: %w", key, err)
+	}
+	return c.removeKey(ctx, key)
+}
+
+// ScanRun calls fn with the position of every doc of a run that has a
+// claim, its own or in the run's settled record.
+func (c *Claims) ScanRun(ctx context.Context, run string, fn func(pos int)) error {
+	prefix := messages.RunToken(run) + "."
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	keys, err := c.kv.ListKeysFiltered(lctx, prefix+">")
+	if err != nil {
+		return fmt.Errorf("topology: list claims of run %s: %w", run, err)
+	}
+	defer func() { _ = keys.Stop() }()
+	var segs []int
+	for key := range keys.Keys() {
+		rest := strings.TrimPrefix(key, prefix)
+		if seg, ok := parseSettledKey(rest); ok {
+			segs = append(segs, seg)
+			continue
+		}
+		if pos, err := messages.ParseDocID(rest); err == nil {
+			fn(pos)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, seg := range segs {
+		s, _, err := c.readSegment(ctx, run, seg)
+		if err != nil {
+			return err
+		}
+		for slot, v := range s {
+			if v != 0 {
+				fn(seg*SettledSegment + slot)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package topology_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/oxypipe/oxypipe/internal/topology"
+	"github.com/oxypipe/oxypipe/pkg/messages"
+)
+
+const settledRun = "20261205T210000.000Z"
+
+// submittedClaim claims doc pos and stores jobID under the claim.
+func submittedClaim(t *testing.T, c *topology.Claims, pos int, jobID string) {
+	t.Helper()
+	ctx := context.Background()
+	ref, err := c.Acquire(ctx, settledRun, messages.DocID(pos), 0, "pod", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MarkSubmitted(ctx, ref, jobID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// claimSubjects is the number of subjects the claims bucket's stream
+// indexes for the run: what the broker keeps in memory per key.
+func claimSubjects(t *testing.T, js jetstream.JetStream) int {
+	t.Helper()
+	st, err := js.Stream(context.Background(), "KV_"+topology.BucketClaims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(context.Background(), jetstream.WithSubjectFilter("$KV."+topology.BucketClaims+".>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(info.State.Subjects)
+}
+
+func TestSettledClaimsLeaveTheBucketAndStillReadAsSubmitted(t *testing.T) {
+	t.Parallel()
+	_, js := setup(t)
+	c := ensure(t, js, topology.Config{}).Claims()
+	ctx := context.Background()
+	// Docs in two segments, one whose id is not a number (it cannot be
+	// settled), and one left claimed.
+	docs := []topology.SettledDoc{{Pos: 0, JobID: "7500000000000000001"}, {Pos: 7, JobID: "7500000000000000008"},
+		{Pos: topology.SettledSegment + 2, JobID: "7500000000000000003"}}
+	for _, d := range docs {
+		submittedClaim(t, c, d.Pos, d.JobID)
+	}
+	submittedClaim(t, c, 3, "job-3")
+	if _, err := c.Acquire(ctx, settledRun, "5", 0, "pod", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := claimSubjects(t, js); n != 5 {
+		t.Fatalf("%d subjects before settling, want 5", n)
+	}
+
+	n, err := c.Settle(ctx, settledRun, append(slices.Clone(docs), topology.SettledDoc{Pos: 3, JobID: "job-3"}))
+	if err != nil || n != 3 {
+		t.Fatalf("Settle = %d, %v; want 3 keys removed", n, err)
+	}
+	// Left: doc 3 (not settleable), doc 5 (claimed), and two segments.
+	if n := claimSubjects(t, js); n != 4 {
+		t.Fatalf("%d subjects after settling, want 4 (two claims, two segments)", n)
+	}
+	for _, d := range docs {
+		ref, err := c.Get(ctx, settledRun, messages.DocID(d.Pos))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ref.Settled || ref.Claim.State != messages.ClaimSubmitted || ref.Claim.APIJobID != d.JobID || ref.Claim.Doc != messages.DocID(d.Pos) {
+			t.Errorf("doc %d reads %+v, want settled and submitted as %s", d.Pos, ref, d.JobID)
+		}
+		// A settled claim cannot be moved.
+		if err := c.Release(ctx, ref, "no"); !errors.Is(err, topology.ErrConflict) {
+			t.Errorf("Release of settled doc %d: %v, want ErrConflict", d.Pos, err)
+		}
+	}
+	if ref, err := c.Get(ctx, settledRun, "3"); err != nil || ref.Settled || ref.Claim.APIJobID != "job-3" {
+		t.Errorf("doc 3 = %+v, %v; want its own claim", ref, err)
+	}
+	if _, err := c.Get(ctx, settledRun, "1"); !errors.Is(err, topology.ErrNoClaim) {
+		t.Errorf("doc 1: %v, want ErrNoClaim", err)
+	}
+
+	// A copy of a settled doc's payload gets a fresh claim, and the look
+	// after it finds the job; forgetting the fresh claim leaves the record.
+	fresh, err := c.Acquire(ctx, settledRun, "7", 0, "other-pod", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := c.SettledJobs(ctx, settledRun, []int{1, 7, topology.SettledSegment + 2, 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]string{7: "7500000000000000008", topology.SettledSegment + 2: "7500000000000000003"}
+	if fmt.Sprint(jobs) != fmt.Sprint(want) {
+		t.Fatalf("SettledJobs = %v, want %v", jobs, want)
+	}
+	if err := c.Forget(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if ref, err := c.Get(ctx, settledRun, "7"); err != nil || !ref.Settled || ref.Claim.APIJobID != "7500000000000000008" {
+		t.Fatalf("doc 7 after forgetting the fresh claim = %+v, %v", ref, err)
+	}
+
+	// Settling again keeps the first job a slot holds.
+	if _, err := c.Settle(ctx, settledRun, []topology.SettledDoc{{Pos: 7, JobID: "7500000000000000099"}}); err != nil {
+		t.Fatal(err)
+	}
+	if ref, _ := c.Get(ctx, settledRun, "7"); ref == nil || ref.Claim.APIJobID != "7500000000000000008" {
+		t.Fatalf("doc 7 after a second settle = %+v, want its first job", ref)
+	}
+
+	var scanned []int
+	if err := c.ScanRun(ctx, settledRun, func(pos int) { scanned = append(scanned, pos) }); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(scanned)
+	if fmt.Sprint(scanned) != fmt.Sprint([]int{0, 3, 5, 7, topology.SettledSegment + 2}) {
+		t.Fatalf("ScanRun = %v", scanned)
+	}
+}
+
+func TestSettlingFreesTheBrokersMemoryPerClaim(t *testing.T) {
+	t.Parallel()
+	_, js := setup(t)
+	c := ensure(t, js, topology.Config{}).Claims()
+	const n = 2000
+	docs := make([]topology.SettledDoc, n)
+	for i := range docs {
+		docs[i] = topology.SettledDoc{Pos: i, JobID: fmt.Sprint(7500000000000000000 + i + 1)}
+		submittedClaim(t, c, i, docs[i].JobID)
+	}
+	if got := claimSubjects(t, js); got != n {
+		t.Fatalf("%d subjects, want %d", got, n)
+	}
+	if _, err := c.Settle(context.Background(), settledRun, docs); err != nil {
+		t.Fatal(err)
+	}
+	if got := claimSubjects(t, js); got != 1 {
+		t.Fatalf("%d subjects after settling %d docs, want 1 (their segment)", got, n)
+	}
+	for _, i := range []int{0, 999, n - 1} {
+		if ref, err := c.Get(context.Background(), settledRun, messages.DocID(i)); err != nil || ref.Claim.APIJobID != docs[i].JobID {
+			t.Fatalf("doc %d = %+v, %v", i, ref, err)
+		}
+	}
+}
