@@ -81,6 +81,17 @@ type Cluster struct {
 // directory (jobresults.WithSpill).
 const ledgerSpillFile = "ledger.spill"
 
+// duplicateWindow is how long the embedded broker remembers message ids.
+// It covers every retry of a publish in this process (the feeder's and the
+// stages' retries give up after 10s), so a retried publish never stores a
+// copy. The broker holds about 100 bytes per id it remembers, for the three
+// work streams: the default two minutes at 1,600 docs/s held 130 MB. What
+// a shorter window lets through (a stage's output published again after
+// its message came back, a minute later) is a copy every stage takes
+// anyway: a payload's claim holds its job, a job is polled and written
+// again to the same file, the ledger keeps one record.
+const duplicateWindow = 20 * time.Second
+
 // Start starts the embedded server, ensures the topology and runs the four
 // stages (and the emulator with Config.Sandbox). ctx bounds the start only;
 // the cluster runs until Close.
@@ -125,7 +136,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.js, err = jetstream.New(c.nc); err != nil {
 		return fmt.Errorf("local: %w", err)
 	}
-	if c.topo, err = topology.Ensure(ctx, c.js, topology.Config{}); err != nil {
+	if c.topo, err = topology.Ensure(ctx, c.js, topology.Config{DuplicateWindow: duplicateWindow}); err != nil {
 		return fmt.Errorf("local: %w", err)
 	}
 

@@ -51,11 +51,21 @@
 //     payloads of a batch refused whole, or refused as not batchable, have
 //     their claims released and go singly through steps 6 to 8 again (the
 //     batch created no job for them).
+//     Before the request goes, the docs whose claims were created afresh
+//     are looked up in their run's settled record (one read per segment of
+//     1,024 docs): a copy of a payload whose doc was settled finds its job
+//     there, and its fresh claim is removed and its Submitted published
+//     again instead.
 //  9. A retryable failure on the message's last allowed delivery is recorded
 //     unsubmitted with the last error — marked as possibly billed when the
 //     doc's claim says a request may have created a job, or cannot be read
 //     (a claim that may hold a job id is never plainly unsubmitted); a claim
 //     holding a job id publishes that job instead.
+//  10. Once the payload message of a doc acked with a job id is gone from
+//     its stream (the stream's first sequence is past it, or a look finds
+//     it deleted), its claim is settled (topology.Claims.Settle), every
+//     Config.SettleInterval: no delivery of it can come again, and the
+//     broker stops holding about 140 bytes for it.
 //
 // # Answers
 //

@@ -94,6 +94,9 @@ func (s *Submitter) Run(ctx context.Context) error {
 	err := s.worker.Run(ctx)
 	stop()
 	<-done
+	// The docs acked during the drain: their claims would otherwise stay
+	// until their run is forgotten.
+	s.settler.pass(context.WithoutCancel(ctx))
 	return err
 }
 

@@ -67,6 +67,8 @@ type Claims struct {
 	kv jetstream.KeyValue
 	js jetstream.JetStream
 	st claimStream
+	// markerTTL: the bucket takes purge markers that expire (see removeKey).
+	markerTTL bool
 }
 
 // Acquire claims a doc for submission. It succeeds when the doc has no

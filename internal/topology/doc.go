@@ -103,10 +103,15 @@
 //
 //	bucket       key                         value
 //	oxy_claims   <run token>.<doc>           messages.Claim (JSON): claimed → submitted | released
+//	oxy_claims   <run token>.settled.<n>     job ids of settled docs n×1024 … n×1024+1023, 8 bytes each
 //	oxy_runs     <run token>                 messages.RunRecord (JSON): announced → ready | failed → stopping → completed
 //	oxy_feeds    <feed>                      messages.FeedRecord (JSON): open ⇄ paused → closing → closed → open
 //	oxy_feed_ids <feed>.<hash of the id>     messages.FeedAssignment (JSON): the run and doc of a producer's id, kept
 //
 // [Claims], [Runs] and [Feeds] wrap them with compare-and-set operations; every
-// transition is conditional on the revision that was read.
+// transition is conditional on the revision that was read. A submitted
+// claim whose payload message is gone is settled ([Claims.Settle]): its job
+// id moves into its run's settled record and its own key goes, so that the
+// broker holds a key per doc in flight, not per doc of every open run; it
+// still reads as submitted.
 package topology

@@ -55,7 +55,8 @@ func StreamConfigs(cfg Config) []jetstream.StreamConfig {
 func KeyValueConfigs(cfg Config) []jetstream.KeyValueConfig {
 	cfg = cfg.WithDefaults()
 	return append([]jetstream.KeyValueConfig{
-		{Bucket: BucketClaims, Description: "oxypipe submission claims per doc", Storage: cfg.Storage, Replicas: cfg.Replicas},
+		{Bucket: BucketClaims, Description: "oxypipe submission claims per doc", Storage: cfg.Storage, Replicas: cfg.Replicas,
+			LimitMarkerTTL: claimMarkerTTL},
 		{Bucket: BucketRuns, Description: "oxypipe run records", Storage: cfg.Storage, Replicas: cfg.Replicas},
 	}, feedBucketConfigs(cfg)...)
 }
@@ -118,6 +119,12 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 				kv, err = createBucketIfMissing(ctx, js, kc)
 			} else {
 				kv, err = js.CreateOrUpdateKeyValue(ctx, kc)
+				if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+					// A server before 2.11: claims are removed through the
+					// stream's purge API instead (see Claims.removeKey).
+					kc.LimitMarkerTTL = 0
+					kv, err = js.CreateOrUpdateKeyValue(ctx, kc)
+				}
 			}
 			kvs[i] = kv
 			return err
@@ -125,7 +132,11 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Topology,
 			return nil, fmt.Errorf("topology: bucket %s: %w", kc.Bucket, err)
 		}
 	}
-	return &Topology{js: js, cfg: cfg, claims: &Claims{kv: kvs[0], js: js}, runs: &Runs{kv: kvs[1]}, feeds: &Feeds{kv: kvs[2], ids: kvs[3]}}, nil
+	claims, err := newClaims(ctx, js, kvs[0])
+	if err != nil {
+		return nil, fmt.Errorf("topology: bucket %s: %w", BucketClaims, err)
+	}
+	return &Topology{js: js, cfg: cfg, claims: claims, runs: &Runs{kv: kvs[1]}, feeds: &Feeds{kv: kvs[2], ids: kvs[3]}}, nil
 }
 
 // createStreamIfMissing creates the stream unless it exists; an existing

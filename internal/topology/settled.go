@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -26,8 +28,10 @@ import (
 // keeps deciding as before; a copy of the payload that creates a fresh
 // claim afterwards finds the job there (SettledJobs) before any request.
 
-// SettledSegment is the number of docs one settled-record segment holds.
-const SettledSegment = 4096
+// SettledSegment is the number of docs one settled-record segment holds:
+// 8 KiB at most, the read a single submission request adds (SettledJobs),
+// and a million-payload run in about a thousand keys.
+const SettledSegment = 1024
 
 // settledSlot is the size of a doc's slot in a segment: its job id as a
 // little-endian uint64 (every WSA job id is a decimal number below 2^63); 0
@@ -207,19 +211,52 @@ func (c *Claims) Settle(ctx context.Context, run string, docs []SettledDoc) (int
 		}
 		bySeg[seg] = append(bySeg[seg], d)
 	}
-	removed := 0
+	var removed atomic.Int64
 	for _, seg := range segs {
 		if err := c.writeSegment(ctx, run, seg, bySeg[seg]); err != nil {
-			return removed, err
+			return int(removed.Load()), err
 		}
-		for _, d := range bySeg[seg] {
-			if err := c.removeKey(ctx, messages.ClaimKey(run, messages.DocID(d.Pos))); err != nil {
-				return removed, err
-			}
-			removed++
+		if err := c.removeKeys(ctx, run, bySeg[seg], &removed); err != nil {
+			return int(removed.Load()), err
 		}
 	}
-	return removed, nil
+	return int(removed.Load()), nil
+}
+
+// removeWorkers bounds the key removals of one Settle in flight at once.
+const removeWorkers = 16
+
+// removeKeys removes the keys of docs, removeWorkers at a time, counting
+// them in removed; it returns the first error.
+func (c *Claims) removeKeys(ctx context.Context, run string, docs []SettledDoc, removed *atomic.Int64) error {
+	next := make(chan SettledDoc)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range min(removeWorkers, len(docs)) {
+		wg.Go(func() {
+			for d := range next {
+				if err := c.removeKey(ctx, messages.ClaimKey(run, messages.DocID(d.Pos))); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+					continue
+				}
+				removed.Add(1)
+			}
+		})
+	}
+	for _, d := range docs {
+		next <- d
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
 }
 
 // writeSegment writes the job ids of docs (all of segment seg) into the
@@ -264,10 +301,34 @@ func (c *Claims) writeSegment(ctx context.Context, run string, seg int, docs []S
 	return fmt.Errorf("%w on settled record %s: changed by others %d times in a row", ErrConflict, key, maxSettleTries)
 }
 
-// removeKey removes every message of a key from the claims bucket's stream,
-// leaving no delete marker: a marker would keep the key in the broker's
-// index, which is what settling is for.
+// claimMarkerTTL is how long the marker of a removed claim stays. The
+// marker is what removes the claim's value; once it expires too, the key is
+// gone from the broker's index, which is what settling is for. 1s is the
+// least the server takes.
+const claimMarkerTTL = time.Second
+
+// newClaims returns the claims bucket, noting whether it takes markers that
+// expire (a bucket made by this version on a server since 2.11).
+func newClaims(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue) (*Claims, error) {
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Claims{kv: kv, js: js, markerTTL: st.LimitMarkerTTL() > 0}, nil
+}
+
+// removeKey removes every message of a key from the claims bucket's
+// stream, leaving nothing in the broker's index: a purge marker that
+// expires after claimMarkerTTL (one publish), or where the bucket takes no
+// such markers, the stream's purge of the key's subject (an API request,
+// several times the cost).
 func (c *Claims) removeKey(ctx context.Context, key string) error {
+	if c.markerTTL {
+		if err := c.kv.Purge(ctx, key, jetstream.PurgeTTL(claimMarkerTTL)); err != nil {
+			return fmt.Errorf("topology: remove claim %s: %w", key, err)
+		}
+		return nil
+	}
 	st, err := c.stream(ctx)
 	if err != nil {
 		return err
@@ -305,12 +366,19 @@ func (c *Claims) Forget(ctx context.Context, ref *ClaimRef) error {
 		return nil
 	}
 	key := messages.ClaimKey(ref.Claim.Run, ref.Claim.Doc)
-	err := c.kv.Purge(ctx, key, jetstream.LastRevision(ref.Revision))
+	opts := []jetstream.KVDeleteOpt{jetstream.LastRevision(ref.Revision)}
+	if c.markerTTL {
+		opts = append(opts, jetstream.PurgeTTL(claimMarkerTTL))
+	}
+	err := c.kv.Purge(ctx, key, opts...)
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return fmt.Errorf("%w on claim %s", ErrConflict, key)
 	}
 	if err != nil {
 		return fmt.Errorf("topology: forget claim %s: %w", key, err)
+	}
+	if c.markerTTL {
+		return nil
 	}
 	return c.removeKey(ctx, key)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 )
@@ -68,10 +69,10 @@ func TestSettledClaimsLeaveTheBucketAndStillReadAsSubmitted(t *testing.T) {
 	if err != nil || n != 3 {
 		t.Fatalf("Settle = %d, %v; want 3 keys removed", n, err)
 	}
-	// Left: doc 3 (not settleable), doc 5 (claimed), and two segments.
-	if n := claimSubjects(t, js); n != 4 {
-		t.Fatalf("%d subjects after settling, want 4 (two claims, two segments)", n)
-	}
+	// Left, once the removed keys' markers expire: doc 3 (not
+	// settleable), doc 5 (claimed), and two segments.
+	testutil.Eventuallyf(t, 10*time.Second, func() bool { return claimSubjects(t, js) == 4 },
+		"only two claims and two segments to be left")
 	for _, d := range docs {
 		ref, err := c.Get(ctx, settledRun, messages.DocID(d.Pos))
 		if err != nil {
@@ -147,12 +148,49 @@ func TestSettlingFreesTheBrokersMemoryPerClaim(t *testing.T) {
 	if _, err := c.Settle(context.Background(), settledRun, docs); err != nil {
 		t.Fatal(err)
 	}
-	if got := claimSubjects(t, js); got != 1 {
-		t.Fatalf("%d subjects after settling %d docs, want 1 (their segment)", got, n)
-	}
+	segs := (n + topology.SettledSegment - 1) / topology.SettledSegment
+	testutil.Eventuallyf(t, 10*time.Second, func() bool { return claimSubjects(t, js) == segs },
+		"the %d settled docs' keys are gone, leaving their %d segments", n, segs)
 	for _, i := range []int{0, 999, n - 1} {
 		if ref, err := c.Get(context.Background(), settledRun, messages.DocID(i)); err != nil || ref.Claim.APIJobID != docs[i].JobID {
 			t.Fatalf("doc %d = %+v, %v", i, ref, err)
 		}
+	}
+}
+
+func TestABucketMadeBeforeExpiringMarkersStillSettles(t *testing.T) {
+	t.Parallel()
+	_, js := setup(t)
+	ctx := context.Background()
+	// The claims bucket as an earlier version made it: no marker TTL.
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: topology.BucketClaims, Description: "oxypipe submission claims per doc"}); err != nil {
+		t.Fatal(err)
+	}
+	// Used as it is (CreateOnly): keys go through the stream's purge, at once.
+	c := ensure(t, js, topology.Config{CreateOnly: true}).Claims()
+	submittedClaim(t, c, 1, "7500000000000000002")
+	if _, err := c.Settle(ctx, settledRun, []topology.SettledDoc{{Pos: 1, JobID: "7500000000000000002"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := claimSubjects(t, js); n != 1 {
+		t.Fatalf("%d subjects right after settling, want 1 (the segment)", n)
+	}
+	// Ensured again (an upgrade): the bucket now takes expiring markers.
+	c = ensure(t, js, topology.Config{}).Claims()
+	kv, err := js.KeyValue(ctx, topology.BucketClaims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil || st.LimitMarkerTTL() != time.Second {
+		t.Fatalf("marker TTL after the upgrade = %v, %v; want 1s", st.LimitMarkerTTL(), err)
+	}
+	submittedClaim(t, c, 2, "7500000000000000003")
+	if _, err := c.Settle(ctx, settledRun, []topology.SettledDoc{{Pos: 2, JobID: "7500000000000000003"}}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "the settled key's marker to expire", func() bool { return claimSubjects(t, js) == 1 })
+	if ref, err := c.Get(ctx, settledRun, "1"); err != nil || ref.Claim.APIJobID != "7500000000000000002" {
+		t.Fatalf("doc 1 = %+v, %v", ref, err)
 	}
 }

@@ -26,6 +26,10 @@ type ClaimState string
 // that was recorded: a 5xx, a connection lost after the request was sent, an
 // unreadable 2xx without a job id.
 //
+// A submitted claim whose payload message is gone from its stream is
+// settled: only its job id is kept, in its run's settled record, and it
+// still reads as submitted (internal/topology's Claims).
+//
 // MayHaveBilled is sticky: once an answer left the outcome unknown, every
 // later state of the claim keeps it, so a doc that got a 500 and then 429s
 // on its one opt-in retry still ends marked.
