@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/oxypipe/oxypipe/internal/memlimit"
 	"io"
 	"os"
 	"os/signal"
@@ -70,6 +71,7 @@ func (e Env) withDefaults() Env {
 func Main(args []string) int {
 	if len(args) > 0 && args[0] == "run" {
 		widenProcs(os.Getenv)
+		defer boundMemory(os.Getenv)()
 	}
 	env := Env{
 		Stdin:          os.Stdin,
@@ -127,6 +129,19 @@ func widenProcs(getenv func(string) string) {
 		return
 	}
 	runtime.GOMAXPROCS(procsPerCore * runtime.GOMAXPROCS(0))
+}
+
+// boundMemory keeps `oxy run`'s memory near memlimit's floor while its live
+// heap is small, unless the user set GOMEMLIMIT (the runtime then follows
+// it). Without it, the garbage collector's default headroom (twice the live
+// heap, and freed memory kept a while) puts a 100,000-payload run near
+// 340 MiB of RSS for about 115 MB of live heap. It returns the function that
+// stops it.
+func boundMemory(getenv func(string) string) (stop func()) {
+	if getenv(envMemLimit) != "" {
+		return func() {}
+	}
+	return memlimit.Keep(memlimit.Config{})
 }
 
 // Run runs the command named by args[0] with the rest of args and returns the

@@ -3,10 +3,12 @@ package cli
 import (
 	"errors"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/oxypipe/oxypipe/internal/memlimit"
 	"github.com/spf13/pflag"
 )
 
@@ -207,5 +209,30 @@ func TestRunWidensProcsUnlessGOMAXPROCSIsSet(t *testing.T) {
 	widenProcs(func(string) string { return "" })
 	if got := runtime.GOMAXPROCS(0); got != procsPerCore*before {
 		t.Fatalf("without GOMAXPROCS: %d processors, want %d", got, procsPerCore*before)
+	}
+}
+
+// oxy run bounds its memory with a soft limit that follows the live heap; a
+// GOMEMLIMIT the user set is left to the runtime.
+func TestRunBoundsMemoryUnlessGOMEMLIMITIsSet(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	stop := boundMemory(func(k string) string {
+		if k == envMemLimit {
+			return "1GiB"
+		}
+		return ""
+	})
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Fatalf("with GOMEMLIMIT set: limit %d, want %d as it was", got, before)
+	}
+	stop()
+	stop = boundMemory(func(string) string { return "" })
+	got := debug.SetMemoryLimit(-1)
+	stop()
+	if got < memlimit.DefaultFloor || got == before {
+		t.Fatalf("without GOMEMLIMIT: limit %d, want at least memlimit's floor %d", got, memlimit.DefaultFloor)
+	}
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Fatalf("after stop: limit %d, want %d as it was", got, before)
 	}
 }

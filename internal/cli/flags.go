@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/oxypipe/oxypipe/internal/memlimit"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
@@ -35,6 +36,9 @@ const (
 	// envMaxProcs is the Go runtime's own variable; oxy run sets it when it
 	// is unset (see widenProcs).
 	envMaxProcs = "GOMAXPROCS"
+	// envMemLimit is the Go runtime's soft memory limit; when it is set,
+	// oxy run leaves the limit to it.
+	envMemLimit = "GOMEMLIMIT"
 )
 
 // environment describes every variable oxy reads, for `oxy --help`.
@@ -54,6 +58,7 @@ func environment() map[string]string {
 		envStopTimeout:  "--stop-timeout",
 		envNATSReplicas: "with --nats: replicas of the streams oxy creates when no worker has (default 1)",
 		envMaxProcs:     "goroutines running at once (oxy run: twice the Go runtime's default, unless set)",
+		envMemLimit:     fmt.Sprintf("the Go runtime's soft memory limit (oxy run: %d MiB or %g × the live heap, whichever is more, unless set)", memlimit.DefaultFloor>>20, memlimit.DefaultHeadroom),
 	}
 }
 
