@@ -8,8 +8,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/oxypipe/oxypipe/internal/memlimit"
 	"github.com/spf13/pflag"
+
+	"github.com/oxypipe/oxypipe/internal/memlimit"
 )
 
 func TestOverview(t *testing.T) {
