@@ -38,10 +38,14 @@
 //     from outside a Go program.
 //   - It counts what would be billed (GET /_sandbox/stats and Stats), so a test
 //     can prove that no payload was submitted twice.
-//   - It must never be the bottleneck of a pipeline benchmark: jobs live in
-//     sharded maps, job objects are rendered from templates shared by every job
-//     with the same options, and large result bodies are written from one
-//     precomputed buffer.
+//   - It must never be the bottleneck of a pipeline benchmark: job objects are
+//     rendered from templates shared by every job with the same options, and
+//     large result bodies are written from one precomputed buffer.
+//   - Its memory follows the jobs it must still answer for, compactly: a job is
+//     a 32-byte record in a chunk of 4096 found by its id, plus its input's
+//     bytes and a 16-byte count (about 100 bytes at a URL of 40); bodies are
+//     generated when asked for; a chunk is released once all its jobs finished
+//     JobTTL ago.
 //
 // The emulator is the server side: it does its own validation with the live
 // messages and imports nothing from the client packages.

@@ -225,14 +225,11 @@ func (e *Emulator) serveJob(w http.ResponseWriter, r *http.Request, ep Endpoint,
 	}
 }
 
-// lookup returns the job with id, or nil when it never existed or was purged.
+// lookup returns the job with id, or nil when it never existed or finished
+// JobTTL ago or more (the API has forgotten it).
 func (e *Emulator) lookup(id uint64, now int64) *job {
 	j := e.jobs.get(id)
-	if j == nil || j.realtime {
-		return nil
-	}
-	if j.finish != never && now-j.finish >= int64(e.cfg.JobTTL) {
-		e.jobs.remove(id)
+	if j == nil || j.realtime || j.finish != never && now-j.finish >= int64(e.cfg.JobTTL) {
 		return nil
 	}
 	return j

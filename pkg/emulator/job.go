@@ -4,7 +4,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/oxypipe/oxypipe/internal/redact"
@@ -84,59 +83,6 @@ func (j *job) parseStatus() int {
 		return j.out.ParseStatusCode
 	}
 	return 12000
-}
-
-// jobStore holds jobs in shards; ids are sequential, so the low bits spread
-// them evenly.
-type jobStore struct {
-	shards [jobShards]jobShard
-}
-
-const jobShards = 64
-
-type jobShard struct {
-	mu sync.RWMutex
-	m  map[uint64]*job
-	_  [40]byte // keep shards on separate cache lines
-}
-
-func (s *jobStore) shard(id uint64) *jobShard { return &s.shards[id%jobShards] }
-
-func (s *jobStore) put(j *job) {
-	sh := s.shard(j.id)
-	sh.mu.Lock()
-	if sh.m == nil {
-		sh.m = make(map[uint64]*job)
-	}
-	sh.m[j.id] = j
-	sh.mu.Unlock()
-}
-
-func (s *jobStore) get(id uint64) *job {
-	sh := s.shard(id)
-	sh.mu.RLock()
-	j := sh.m[id]
-	sh.mu.RUnlock()
-	return j
-}
-
-func (s *jobStore) remove(id uint64) {
-	sh := s.shard(id)
-	sh.mu.Lock()
-	delete(sh.m, id)
-	sh.mu.Unlock()
-}
-
-// each calls fn for every job, shard by shard.
-func (s *jobStore) each(fn func(*job)) {
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.RLock()
-		for _, j := range sh.m {
-			fn(j)
-		}
-		sh.mu.RUnlock()
-	}
 }
 
 // parseJobID parses a path id. ok is false for a non-numeric id (nginx

@@ -18,11 +18,13 @@ type Stats struct {
 	// PagesCreated is the number of pages those jobs fetch.
 	PagesCreated int64 `json:"pages_created"`
 	// CreatedByInput counts created jobs per input value (url, query, …):
-	// a value above 1 means the same payload was submitted twice. URL
-	// credentials in the keys are redacted.
+	// a value above 1 means the same payload was submitted twice. It counts
+	// the retained jobs (see JobsPending). URL credentials in the keys are
+	// redacted.
 	CreatedByInput map[string]int64 `json:"created_by_input"`
 	// JobsPending, JobsDone and JobsFaulted split the retained jobs by their
-	// status at the time of the call.
+	// status at the time of the call. Jobs are retained for at least JobTTL
+	// after they finish, and then released 4096 at a time.
 	JobsPending int64 `json:"jobs_pending"`
 	JobsDone    int64 `json:"jobs_done"`
 	JobsFaulted int64 `json:"jobs_faulted"`
@@ -63,25 +65,41 @@ type counters struct {
 
 const inputShards = 32
 
+// inputShard counts the retained jobs per input, keyed by the input's
+// 64-bit hash: 16 bytes an input instead of a copy of it. Two inputs of the
+// same hash would share a count; among a million inputs the odds are about
+// one in 30 million.
 type inputShard struct {
 	mu sync.Mutex
-	m  map[string]int64
+	m  map[uint64]int64
 }
 
-// created counts a new job for input and returns how many jobs that input
-// has had, this one included.
+// created counts a new job for input and returns how many retained jobs
+// that input has, this one included.
 func (c *counters) created(input string, pages int) int64 {
 	c.jobs.Add(1)
 	c.pages.Add(int64(pages))
-	sh := &c.inputs[hashString(0, input)%inputShards]
+	h := hashString(0, input)
+	sh := &c.inputs[h%inputShards]
 	sh.mu.Lock()
 	if sh.m == nil {
-		sh.m = make(map[string]int64)
+		sh.m = make(map[uint64]int64)
 	}
-	sh.m[input]++
-	n := sh.m[input]
+	sh.m[h]++
+	n := sh.m[h]
 	sh.mu.Unlock()
 	return n
+}
+
+// forget uncounts a released job's input.
+func (c *counters) forget(input string) {
+	h := hashString(0, input)
+	sh := &c.inputs[h%inputShards]
+	sh.mu.Lock()
+	if sh.m[h]--; sh.m[h] <= 0 {
+		delete(sh.m, h)
+	}
+	sh.mu.Unlock()
 }
 
 // Stats returns the counts so far; job statuses are evaluated now.
@@ -106,19 +124,13 @@ func (e *Emulator) Stats() Stats {
 			s.Requests[endpointAt(i)] = n
 		}
 	}
-	for i := range c.inputs {
-		sh := &c.inputs[i]
-		sh.mu.Lock()
-		for input, n := range sh.m {
-			if strings.Contains(input, "@") {
-				input = redact.String(input) // stats get printed; credentials must not
-			}
-			s.CreatedByInput[input] += n
-		}
-		sh.mu.Unlock()
-	}
 	now := e.now()
 	e.jobs.each(func(j *job) {
+		input := j.input
+		if strings.Contains(input, "@") {
+			input = redact.String(input) // stats get printed; credentials must not
+		}
+		s.CreatedByInput[input]++
 		switch j.status(now) {
 		case statusPending:
 			s.JobsPending++

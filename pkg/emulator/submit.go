@@ -356,8 +356,8 @@ func (e *Emulator) batchAllFailed(w http.ResponseWriter, values []json.RawMessag
 }
 
 // createJob creates, stores and schedules one job. Its random choices come
-// from the seed, its source and input and how many jobs that input already
-// had, so they do not depend on the order of concurrent submissions.
+// from the seed, its source and input and how many retained jobs that input
+// already has, so they do not depend on the order of concurrent submissions.
 func (e *Emulator) createJob(sp *spec, input string, out *outcome, now int64, base string, realtime bool) *job {
 	id := e.nextID.Add(1)
 	occurrence := e.stats.created(input, sp.pages)
@@ -409,7 +409,9 @@ func (e *Emulator) createJob(sp *spec, input string, out *outcome, now int64, ba
 			j.uploadAt = j.finish + e.scaled(delay)
 		}
 	}
-	e.jobs.put(j)
+	if e.jobs.put(j) {
+		e.jobs.release(now, e.cfg.JobTTL, e.stats.forget)
+	}
 	if sp.callbackURL != "" && j.finish != never {
 		e.callbacks.schedule(j, base)
 	}
