@@ -80,7 +80,7 @@ func TestFinishedJobsAreReleasedAfterJobTTL(t *testing.T) {
 	}
 	first := uint64(firstJobID + 1)
 
-	submitURLs(t, e, 0, chunkJobs) // the first chunk, full
+	submitURLs(t, e, 0, chunkJobs)         // the first chunk, full
 	clock.Advance(time.Hour + time.Second) // the jobs finished 1 s after submission
 	if c := status(first); c != 404 {
 		t.Fatalf("status of a job finished JobTTL ago: %d, want 404", c)
