@@ -260,6 +260,12 @@ func TestFeedPauseHoldsPayloadsAndAgeCutsRuns(t *testing.T) {
 	if first.Announced.Total != 1 || first.Completed.Done != 1 {
 		t.Errorf("the run open at the pause was cut with %d payloads (%+v), want 1: a paused feed assigned more", first.Announced.Total, first.Completed)
 	}
+	// The run completes as soon as the cut writes its total, a step before
+	// the cut clears the feed's current run: wait for the cut to finish.
+	testutil.Eventually(t, 20*time.Second, "the cut of hourly.1 is finished", func() bool {
+		c := e.feedRecord(feed).Current
+		return c == nil || !c.Cutting
+	})
 	if rec := e.feedRecord(feed); rec.Assigned != 1 || rec.Current != nil {
 		t.Errorf("while paused: %d assigned, current run %+v; want 1 and none", rec.Assigned, rec.Current)
 	}
