@@ -37,9 +37,11 @@
 // pipeline takes CPU during the measured time. No statusworker runs: its
 // own benchmark is in internal/statusworker.
 //
-// --dir puts the broker's store and the results in a folder of your
-// choice: a fresh one per run on ext4 (creating files right after many
-// were deleted is slow there), or one on tmpfs to take the disk out.
+// --dir chooses where each run makes its scratch folder (the broker's store
+// and the results), for example on tmpfs to take the disk out. The scratch
+// folder is always new and removed afterwards, so the same --dir can serve
+// run after run. On ext4, creating files right after many were deleted is
+// slow: leave a moment between large runs on one filesystem.
 //
 // With --cli-oxy BINARY (what `make bench` does), `oxy run` then runs as a
 // child process on the same number of payloads, the way a user runs it:

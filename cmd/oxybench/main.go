@@ -35,8 +35,11 @@ type Config struct {
 	// PollFirst is the poller's first check after a submission, and the
 	// step of its early checks: the production default is 1 s.
 	PollFirst time.Duration
-	// Dir holds the broker's state and the results; a fresh temporary
-	// folder, removed afterwards, when empty.
+	// Dir is where each run makes its fresh scratch folder (the broker's
+	// state and the results), removed afterwards; the system's temporary
+	// folder when empty. A run never reuses what an earlier run left: a
+	// broker store with another run's streams would be counted as this
+	// run's work.
 	Dir string
 	// CPUProfile, when set, is where a CPU profile of the pipeline run (not
 	// of the raw JetStream run) is written.
@@ -105,7 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.NoSync, "nosync", false, "do not fsync result files")
 	fs.BoolVar(&cfg.BrokerSync, "broker-sync", false, "fsync every broker write before acknowledging it, as oxy run --state-dir does")
 	fs.DurationVar(&cfg.PollFirst, "poll-first", DefaultPollFirst, "the poller's first check after a submission (and its step up to 10 checks)")
-	fs.StringVar(&cfg.Dir, "dir", "", "folder for the broker's state and the results (default: a temporary folder, removed afterwards)")
+	fs.StringVar(&cfg.Dir, "dir", "", "folder in which each run makes a fresh scratch folder for the broker's state and the results, removed afterwards (default: the system's temporary folder)")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the pipeline run to this file")
 	fs.BoolVar(&cfg.SkipRaw, "skip-raw", false, "skip the raw JetStream publish+consume run")
 	fs.DurationVar(&cfg.Timeout, "timeout", DefaultTimeout, "give up on the pipeline run after this long")
@@ -192,15 +195,11 @@ func bench(ctx context.Context, cfg Config, log io.Writer) (*result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	dir := cfg.Dir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "oxybench-")
-		if err != nil {
-			return nil, err
-		}
-		defer func() { _ = os.RemoveAll(tmp) }() // scratch space
-		dir = tmp
+	dir, err := os.MkdirTemp(cfg.Dir, "oxybench-stages-")
+	if err != nil {
+		return nil, err
 	}
+	defer func() { _ = os.RemoveAll(dir) }() // scratch space
 	env, err := start(ctx, cfg, dir)
 	if err != nil {
 		return nil, err

@@ -111,3 +111,29 @@ func TestTheCLIScenariosMeasureOxyRunAndReadBackItsRunLog(t *testing.T) {
 		}
 	}
 }
+
+// A second run in the same --dir must not count the first run's broker
+// store as its own: it once reused the folder, and the end to end figure
+// came out negative.
+func TestRunsInTheSameDirAreIndependent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for i := range 2 {
+		var out, errs bytes.Buffer
+		code := run(t.Context(), []string{"-n", "40", "--nosync", "--skip-raw", "--poll-first", "20ms", "--dir", dir}, &out, &errs)
+		if code != 0 {
+			t.Fatalf("run %d: exit %d; stderr:\n%s", i+1, code, errs.String())
+		}
+		for _, want := range []string{"| outcomes | done 40 |", "| submitter | 40 (40 / 0 / 0) |", "| writer | 40 (40 / 0 / 0) |"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("run %d: the table does not say %q:\n%s", i+1, want, out.String())
+			}
+		}
+		if strings.Contains(out.String(), "**-") {
+			t.Errorf("run %d: a negative end to end figure:\n%s", i+1, out.String())
+		}
+	}
+	if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {
+		t.Errorf("the runs left %d entries in --dir (err %v), want none", len(left), err)
+	}
+}
