@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/oxypipe/oxypipe/internal/jsonscan"
 )
 
 // ErrNotObject is the reason for a line that is valid JSON but not an object.
@@ -47,11 +49,53 @@ func Parse(line []byte, lineNo int) (Payload, error) {
 }
 
 // parseObject splits a JSON object into its fields, compacting each value.
+//
+// A payload is parsed at every stage it passes (read, fed, submitted,
+// polled, finished), so the common case — a valid object — takes one
+// validating scan and one slicing pass, without a token per member; only a
+// line that is not a valid object goes through the streaming decoder, whose
+// errors name the byte at fault.
 func parseObject(b []byte) ([]Field, error) {
 	b = trimJSONSpace(b)
 	if len(b) == 0 {
 		return nil, ErrEmptyLine
 	}
+	if b[0] == '{' && json.Valid(b) {
+		return splitObject(b), nil
+	}
+	return decodeObject(b)
+}
+
+// splitObject splits b, a valid JSON object, into its fields in order (a
+// key given twice is kept twice), each value compacted into one shared
+// buffer.
+func splitObject(b []byte) []Field {
+	n := 0
+	jsonscan.Object(b, func(_, _ []byte) { n++ })
+	fields := make([]Field, 0, n)
+	ends := make([]int, 0, n)
+	var values bytes.Buffer
+	values.Grow(len(b)) // compacted values are never longer than the object
+	jsonscan.Object(b, func(name, value []byte) {
+		if value[0] == '{' || value[0] == '[' {
+			_ = json.Compact(&values, value) // value is valid JSON: Compact cannot fail
+		} else {
+			values.Write(value) // a scalar has no space to elide
+		}
+		fields = append(fields, Field{Key: string(name)})
+		ends = append(ends, values.Len())
+	})
+	all, start := values.Bytes(), 0
+	for i, end := range ends {
+		fields[i].Value = all[start:end:end]
+		start = end
+	}
+	return fields
+}
+
+// decodeObject is parseObject for b that is not known to be a valid object:
+// the streaming decoder, for its errors.
+func decodeObject(b []byte) ([]Field, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	tok, err := dec.Token()
 	if err != nil {

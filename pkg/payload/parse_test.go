@@ -88,3 +88,15 @@ func TestParseNonObjectIsErrNotObject(t *testing.T) {
 		t.Fatalf("error = %v, want ErrNotObject", err)
 	}
 }
+
+// BenchmarkParse parses a typical payload line, as every stage does for
+// every payload.
+func BenchmarkParse(b *testing.B) {
+	line := []byte(`{"source":"universal","url":"https://sandbox.oxylabs.io/products/12345","render":"html","geo_location":"United States","context":[{"key":"follow_redirects","value":true}]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := payload.Parse(line, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
