@@ -71,6 +71,16 @@ func (e StatusEvent) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the known fields and keeps the others in Extra.
 func (e *StatusEvent) UnmarshalJSON(data []byte) error {
+	if ev, ok := decodeStatusEvent(data); ok {
+		*e = ev
+		return nil
+	}
+	return e.unmarshalGeneric(data)
+}
+
+// unmarshalGeneric is UnmarshalJSON through encoding/json, for what the
+// fast path leaves to it.
+func (e *StatusEvent) unmarshalGeneric(data []byte) error {
 	type plain StatusEvent
 	var q plain
 	extra, err := unmarshalWithExtra(data, &q, statusEventKeys)
