@@ -2,7 +2,6 @@ package topology
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -81,7 +80,7 @@ type Claims struct {
 // looks the docs up with SettledJobs, once for all of them.
 func (c *Claims) Acquire(ctx context.Context, run, doc string, attempt int, by string, now time.Time) (*ClaimRef, error) {
 	claim := messages.Claim{Run: run, Doc: doc, Attempt: attempt, State: messages.ClaimHeld, By: by, ClaimedAt: now.UTC()}
-	data, err := json.Marshal(claim)
+	data, err := claim.MarshalJSON() // direct: json.Marshal would only check and copy its output again
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +106,7 @@ func (c *Claims) Acquire(ctx context.Context, run, doc string, attempt int, by s
 		}
 		again := claim
 		again.MayHaveBilled, again.Retries = held.Claim.MayHaveBilled, held.Claim.Retries
-		if data, err = json.Marshal(again); err != nil {
+		if data, err = again.MarshalJSON(); err != nil {
 			return nil, err
 		}
 		rev, err = c.kv.Update(ctx, key, data, held.Revision)
@@ -199,7 +198,7 @@ func (c *Claims) update(ctx context.Context, ref *ClaimRef, next messages.Claim)
 	if ref.Settled {
 		return fmt.Errorf("%w: doc %s of run %s is settled (its job is %s); its claim cannot change", ErrConflict, next.Doc, next.Run, ref.Claim.APIJobID)
 	}
-	data, err := json.Marshal(next)
+	data, err := next.MarshalJSON()
 	if err != nil {
 		return err
 	}

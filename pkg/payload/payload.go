@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/oxypipe/oxypipe/internal/jsonscan"
 )
 
 // Field is one key of a payload with its value as raw JSON. Value holds the
@@ -90,11 +92,7 @@ func (p Payload) GetString(key string) (string, bool) {
 	if !ok || len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
+	return jsonscan.String(raw) // raw is valid JSON: it was parsed
 }
 
 // Set sets key to the JSON encoding of value (without HTML escaping). An
