@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"encoding/json"
 	"reflect"
 	"time"
 
@@ -71,12 +72,32 @@ func (e StatusEvent) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the known fields and keeps the others in Extra.
 func (e *StatusEvent) UnmarshalJSON(data []byte) error {
-	if ev, ok := decodeStatusEvent(data); ok {
-		*e = ev
+	if extra, ok := statusEventFields.decode(e, data); ok {
+		e.Extra = extra
 		return nil
 	}
 	return e.unmarshalGeneric(data)
 }
+
+// statusEventFields is the fast decode table of StatusEvent.
+var statusEventFields = newFastFields(statusEventKeys, map[string]func(*StatusEvent, []byte) bool{
+	"v":           intField(func(e *StatusEvent) *int { return &e.V }),
+	"run":         stringField(func(e *StatusEvent) *string { return &e.Run }),
+	"doc":         stringField(func(e *StatusEvent) *string { return &e.Doc }),
+	"attempt":     intField(func(e *StatusEvent) *int { return &e.Attempt }),
+	"data_type":   stringField(func(e *StatusEvent) *oxytype.DataType { return &e.DataType }),
+	"outcome":     stringField(func(e *StatusEvent) *oxytype.Outcome { return &e.Outcome }),
+	"origin":      partyField(func(e *StatusEvent) *oxytype.Party { return &e.Origin }),
+	"consumer":    partyField(func(e *StatusEvent) *oxytype.Party { return &e.Consumer }),
+	"retry_count": intField(func(e *StatusEvent) *int { return &e.RetryCount }),
+	"reason":      stringField(func(e *StatusEvent) *string { return &e.Reason }),
+	"error":       objectField(func(e *StatusEvent) **oxytype.ErrorInfo { return &e.Error }),
+	"state":       stringField(func(e *StatusEvent) *oxytype.State { return &e.State }),
+	"api_job_id":  stringField(func(e *StatusEvent) *string { return &e.APIJobID }),
+	"payload":     rawField(func(e *StatusEvent) *json.RawMessage { return &e.Payload }),
+	"upload":      objectField(func(e *StatusEvent) **oxytype.Upload { return &e.Upload }),
+	"time":        timeField(func(e *StatusEvent) *time.Time { return &e.Time }),
+})
 
 // unmarshalGeneric is UnmarshalJSON through encoding/json, for what the
 // fast path leaves to it.

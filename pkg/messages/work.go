@@ -83,6 +83,16 @@ func (p Payload) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the known fields and keeps the others in Extra.
 func (p *Payload) UnmarshalJSON(data []byte) error {
+	if extra, ok := payloadFields.decode(p, data); ok {
+		p.Extra = extra
+		return nil
+	}
+	return p.unmarshalGeneric(data)
+}
+
+// unmarshalGeneric is UnmarshalJSON through encoding/json, for what the
+// fast path leaves to it.
+func (p *Payload) unmarshalGeneric(data []byte) error {
 	type plain Payload
 	var q plain
 	extra, err := unmarshalWithExtra(data, &q, payloadKeys)
@@ -112,6 +122,16 @@ func (s Submitted) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the known fields and keeps the others in Extra.
 func (s *Submitted) UnmarshalJSON(data []byte) error {
+	if extra, ok := submittedFields.decode(s, data); ok {
+		s.Extra = extra
+		return nil
+	}
+	return s.unmarshalGeneric(data)
+}
+
+// unmarshalGeneric is UnmarshalJSON through encoding/json, for what the
+// fast path leaves to it.
+func (s *Submitted) unmarshalGeneric(data []byte) error {
 	type plain Submitted
 	var q plain
 	extra, err := unmarshalWithExtra(data, &q, submittedKeys)
@@ -145,6 +165,16 @@ func (d Done) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the known fields and keeps the others in Extra.
 func (d *Done) UnmarshalJSON(data []byte) error {
+	if extra, ok := doneFields.decode(d, data); ok {
+		d.Extra = extra
+		return nil
+	}
+	return d.unmarshalGeneric(data)
+}
+
+// unmarshalGeneric is UnmarshalJSON through encoding/json, for what the
+// fast path leaves to it.
+func (d *Done) unmarshalGeneric(data []byte) error {
 	type plain Done
 	var q plain
 	extra, err := unmarshalWithExtra(data, &q, doneKeys)
@@ -155,3 +185,35 @@ func (d *Done) UnmarshalJSON(data []byte) error {
 	d.Extra = extra
 	return nil
 }
+
+// payloadFields is the fast decode table of Payload.
+var payloadFields = newFastFields(payloadKeys, map[string]func(*Payload, []byte) bool{
+	"v":       intField(func(v *Payload) *int { return &v.V }),
+	"run":     stringField(func(v *Payload) *string { return &v.Run }),
+	"doc":     stringField(func(v *Payload) *string { return &v.Doc }),
+	"attempt": intField(func(v *Payload) *int { return &v.Attempt }),
+	"payload": rawField(func(v *Payload) *json.RawMessage { return &v.Payload }),
+})
+
+// submittedFields is the fast decode table of Submitted.
+var submittedFields = newFastFields(submittedKeys, map[string]func(*Submitted, []byte) bool{
+	"v":            intField(func(v *Submitted) *int { return &v.V }),
+	"run":          stringField(func(v *Submitted) *string { return &v.Run }),
+	"doc":          stringField(func(v *Submitted) *string { return &v.Doc }),
+	"attempt":      intField(func(v *Submitted) *int { return &v.Attempt }),
+	"api_job_id":   stringField(func(v *Submitted) *string { return &v.APIJobID }),
+	"payload":      rawField(func(v *Submitted) *json.RawMessage { return &v.Payload }),
+	"submitted_at": timeField(func(v *Submitted) *time.Time { return &v.SubmittedAt }),
+})
+
+// doneFields is the fast decode table of Done.
+var doneFields = newFastFields(doneKeys, map[string]func(*Done, []byte) bool{
+	"v":           intField(func(v *Done) *int { return &v.V }),
+	"run":         stringField(func(v *Done) *string { return &v.Run }),
+	"doc":         stringField(func(v *Done) *string { return &v.Doc }),
+	"attempt":     intField(func(v *Done) *int { return &v.Attempt }),
+	"api_job_id":  stringField(func(v *Done) *string { return &v.APIJobID }),
+	"payload":     rawField(func(v *Done) *json.RawMessage { return &v.Payload }),
+	"status":      stringField(func(v *Done) *string { return &v.Status }),
+	"finished_at": timeField(func(v *Done) *time.Time { return &v.FinishedAt }),
+})
