@@ -19,10 +19,10 @@ const Placeholder = "redacted:redacted"
 var userinfo = regexp.MustCompile(`(://)[^/?#@\s"']+@`)
 
 // String returns s with the userinfo of every URL in it replaced by
-// Placeholder. Strings without "://" are returned unchanged without
-// allocation.
+// Placeholder. A string with nothing to redact is returned unchanged
+// without allocation.
 func String(s string) string {
-	if !containsScheme(s) {
+	if !hasUserinfo(s) {
 		return s
 	}
 	return userinfo.ReplaceAllString(s, "${1}"+Placeholder+"@")
@@ -31,17 +31,37 @@ func String(s string) string {
 // Bytes is String for byte slices (for example a raw JSON payload). It
 // returns b itself when nothing needs redacting.
 func Bytes(b []byte) []byte {
-	if !containsScheme(string(b)) {
+	if !hasUserinfo(string(b)) {
 		return b
 	}
 	return userinfo.ReplaceAll(b, []byte("${1}"+Placeholder+"@"))
 }
 
-func containsScheme(s string) bool {
+// hasUserinfo reports whether userinfo matches somewhere in s, without
+// running the expression: every payload holds a URL, few hold credentials,
+// and the expression costs a payload's encoding several times over.
+func hasUserinfo(s string) bool {
 	for i := 0; i+2 < len(s); i++ {
-		if s[i] == ':' && s[i+1] == '/' && s[i+2] == '/' {
+		if s[i] != ':' || s[i+1] != '/' || s[i+2] != '/' {
+			continue
+		}
+		j := i + 3
+		for j < len(s) && !endsUserinfo(s[j]) {
+			j++
+		}
+		if j > i+3 && j < len(s) && s[j] == '@' {
 			return true
 		}
+	}
+	return false
+}
+
+// endsUserinfo reports whether c cannot be part of a userinfo: one of
+// '/', '?', '#', '@', a quote or white space (as \s matches it).
+func endsUserinfo(c byte) bool {
+	switch c {
+	case '/', '?', '#', '@', '"', '\'', ' ', '\t', '\n', '\f', '\r':
+		return true
 	}
 	return false
 }
