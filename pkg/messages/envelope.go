@@ -72,8 +72,17 @@ func marshalJSON(v any) ([]byte, error) {
 // MarshalJSON returned again.
 func marshalWithExtra(v any, extra Extra, known map[string]struct{}) ([]byte, error) {
 	b, err := marshalJSON(v)
-	if err != nil || len(extra) == 0 {
-		return b, err
+	if err != nil {
+		return nil, err
+	}
+	return appendExtra(b, extra, known)
+}
+
+// appendExtra appends to b, an encoded object, the fields of extra that are
+// not known, in key order.
+func appendExtra(b []byte, extra Extra, known map[string]struct{}) ([]byte, error) {
+	if len(extra) == 0 {
+		return b, nil
 	}
 	keys := make([]string, 0, len(extra))
 	for k := range extra {

@@ -67,8 +67,31 @@ func (e StatusEvent) MarshalJSON() ([]byte, error) {
 		info.Message = redact.String(info.Message)
 		q.Error = &info
 	}
+	if b, ok := statusEventEncoder.encode((*StatusEvent)(&q)); ok {
+		return appendExtra(b, e.Extra, statusEventKeys)
+	}
 	return marshalWithExtra(q, e.Extra, statusEventKeys)
 }
+
+// statusEventEncoder is the fast encoder of StatusEvent, in struct order.
+var statusEventEncoder = newFastEncoder(statusEventKeys,
+	intEnc("v", false, func(e *StatusEvent) int { return e.V }),
+	stringEnc("run", false, func(e *StatusEvent) string { return e.Run }),
+	stringEnc("doc", false, func(e *StatusEvent) string { return e.Doc }),
+	intEnc("attempt", true, func(e *StatusEvent) int { return e.Attempt }),
+	stringEnc("data_type", false, func(e *StatusEvent) oxytype.DataType { return e.DataType }),
+	stringEnc("outcome", false, func(e *StatusEvent) oxytype.Outcome { return e.Outcome }),
+	partyEnc("origin", false, func(e *StatusEvent) oxytype.Party { return e.Origin }),
+	partyEnc("consumer", true, func(e *StatusEvent) oxytype.Party { return e.Consumer }),
+	intEnc("retry_count", true, func(e *StatusEvent) int { return e.RetryCount }),
+	stringEnc("reason", true, func(e *StatusEvent) string { return e.Reason }),
+	objectEnc("error", func(e *StatusEvent) *oxytype.ErrorInfo { return e.Error }),
+	stringEnc("state", true, func(e *StatusEvent) oxytype.State { return e.State }),
+	stringEnc("api_job_id", true, func(e *StatusEvent) string { return e.APIJobID }),
+	rawEnc("payload", true, func(e *StatusEvent) json.RawMessage { return e.Payload }),
+	objectEnc("upload", func(e *StatusEvent) *oxytype.Upload { return e.Upload }),
+	timeEnc("time", false, func(e *StatusEvent) time.Time { return e.Time }),
+)
 
 // UnmarshalJSON reads the known fields and keeps the others in Extra.
 func (e *StatusEvent) UnmarshalJSON(data []byte) error {

@@ -78,6 +78,9 @@ func (p Payload) MarshalJSON() ([]byte, error) {
 	if q.V == 0 {
 		q.V = Version
 	}
+	if b, ok := payloadEncoder.encode((*Payload)(&q)); ok {
+		return appendExtra(b, p.Extra, payloadKeys)
+	}
 	return marshalWithExtra(q, p.Extra, payloadKeys)
 }
 
@@ -116,6 +119,9 @@ func (s Submitted) MarshalJSON() ([]byte, error) {
 	q := plain(s)
 	if q.V == 0 {
 		q.V = Version
+	}
+	if b, ok := submittedEncoder.encode((*Submitted)(&q)); ok {
+		return appendExtra(b, s.Extra, submittedKeys)
 	}
 	return marshalWithExtra(q, s.Extra, submittedKeys)
 }
@@ -159,6 +165,9 @@ func (d Done) MarshalJSON() ([]byte, error) {
 	}
 	if q.Status == "" {
 		q.Status = JobStatusDone
+	}
+	if b, ok := doneEncoder.encode((*Done)(&q)); ok {
+		return appendExtra(b, d.Extra, doneKeys)
 	}
 	return marshalWithExtra(q, d.Extra, doneKeys)
 }
@@ -217,3 +226,35 @@ var doneFields = newFastFields(doneKeys, map[string]func(*Done, []byte) bool{
 	"status":      stringField(func(v *Done) *string { return &v.Status }),
 	"finished_at": timeField(func(v *Done) *time.Time { return &v.FinishedAt }),
 })
+
+// payloadEncoder is the fast encoder of Payload, in struct order.
+var payloadEncoder = newFastEncoder(payloadKeys,
+	intEnc("v", false, func(v *Payload) int { return v.V }),
+	stringEnc("run", false, func(v *Payload) string { return v.Run }),
+	stringEnc("doc", false, func(v *Payload) string { return v.Doc }),
+	intEnc("attempt", true, func(v *Payload) int { return v.Attempt }),
+	rawEnc("payload", false, func(v *Payload) json.RawMessage { return v.Payload }),
+)
+
+// submittedEncoder is the fast encoder of Submitted, in struct order.
+var submittedEncoder = newFastEncoder(submittedKeys,
+	intEnc("v", false, func(v *Submitted) int { return v.V }),
+	stringEnc("run", false, func(v *Submitted) string { return v.Run }),
+	stringEnc("doc", false, func(v *Submitted) string { return v.Doc }),
+	intEnc("attempt", true, func(v *Submitted) int { return v.Attempt }),
+	stringEnc("api_job_id", false, func(v *Submitted) string { return v.APIJobID }),
+	rawEnc("payload", false, func(v *Submitted) json.RawMessage { return v.Payload }),
+	timeEnc("submitted_at", false, func(v *Submitted) time.Time { return v.SubmittedAt }),
+)
+
+// doneEncoder is the fast encoder of Done, in struct order.
+var doneEncoder = newFastEncoder(doneKeys,
+	intEnc("v", false, func(v *Done) int { return v.V }),
+	stringEnc("run", false, func(v *Done) string { return v.Run }),
+	stringEnc("doc", false, func(v *Done) string { return v.Doc }),
+	intEnc("attempt", true, func(v *Done) int { return v.Attempt }),
+	stringEnc("api_job_id", false, func(v *Done) string { return v.APIJobID }),
+	rawEnc("payload", false, func(v *Done) json.RawMessage { return v.Payload }),
+	stringEnc("status", false, func(v *Done) string { return v.Status }),
+	timeEnc("finished_at", true, func(v *Done) time.Time { return v.FinishedAt }),
+)
