@@ -107,30 +107,40 @@ func (c Claim) MarshalJSON() ([]byte, error) {
 	if q.V == 0 {
 		q.V = Version
 	}
-	if b, ok := claimEncoder.encode((*Claim)(&q)); ok {
+	if b, ok := claimCodec.encode((*Claim)(&q)); ok {
 		return appendExtra(b, c.Extra, claimKeys)
 	}
 	return marshalWithExtra(q, c.Extra, claimKeys)
 }
 
-// claimEncoder is the fast encoder of Claim, in struct order.
-var claimEncoder = newFastEncoder(claimKeys,
-	intEnc("v", false, func(c *Claim) int { return c.V }),
-	stringEnc("run", false, func(c *Claim) string { return c.Run }),
-	stringEnc("doc", false, func(c *Claim) string { return c.Doc }),
-	intEnc("attempt", true, func(c *Claim) int { return c.Attempt }),
-	stringEnc("state", false, func(c *Claim) ClaimState { return c.State }),
-	stringEnc("by", false, func(c *Claim) string { return c.By }),
-	timeEnc("claimed_at", false, func(c *Claim) time.Time { return c.ClaimedAt }),
-	stringEnc("api_job_id", true, func(c *Claim) string { return c.APIJobID }),
-	timeEnc("submitted_at", true, func(c *Claim) time.Time { return c.SubmittedAt }),
-	stringEnc("reason", true, func(c *Claim) string { return c.Reason }),
-	boolEnc("may_have_billed", true, func(c *Claim) bool { return c.MayHaveBilled }),
-	intEnc("retries", true, func(c *Claim) int { return c.Retries }),
+// claimCodec is the fast codec of Claim, in struct order.
+var claimCodec = newFastCodec(claimKeys,
+	intCodec("v", false, func(c *Claim) *int { return &c.V }),
+	stringCodec("run", false, func(c *Claim) *string { return &c.Run }),
+	stringCodec("doc", false, func(c *Claim) *string { return &c.Doc }),
+	intCodec("attempt", true, func(c *Claim) *int { return &c.Attempt }),
+	stringCodec("state", false, func(c *Claim) *ClaimState { return &c.State }),
+	stringCodec("by", false, func(c *Claim) *string { return &c.By }),
+	timeCodec("claimed_at", false, func(c *Claim) *time.Time { return &c.ClaimedAt }),
+	stringCodec("api_job_id", true, func(c *Claim) *string { return &c.APIJobID }),
+	timeCodec("submitted_at", true, func(c *Claim) *time.Time { return &c.SubmittedAt }),
+	stringCodec("reason", true, func(c *Claim) *string { return &c.Reason }),
+	boolCodec("may_have_billed", true, func(c *Claim) *bool { return &c.MayHaveBilled }),
+	intCodec("retries", true, func(c *Claim) *int { return &c.Retries }),
 )
 
 // UnmarshalJSON reads the known fields and keeps the others in Extra.
 func (c *Claim) UnmarshalJSON(data []byte) error {
+	if extra, ok := claimCodec.decode(c, data); ok {
+		c.Extra = extra
+		return nil
+	}
+	return c.unmarshalGeneric(data)
+}
+
+// unmarshalGeneric is UnmarshalJSON through encoding/json, for what the
+// fast path leaves to it.
+func (c *Claim) unmarshalGeneric(data []byte) error {
 	type plain Claim
 	var q plain
 	extra, err := unmarshalWithExtra(data, &q, claimKeys)

@@ -67,60 +67,40 @@ func (e StatusEvent) MarshalJSON() ([]byte, error) {
 		info.Message = redact.String(info.Message)
 		q.Error = &info
 	}
-	if b, ok := statusEventEncoder.encode((*StatusEvent)(&q)); ok {
+	if b, ok := statusEventCodec.encode((*StatusEvent)(&q)); ok {
 		return appendExtra(b, e.Extra, statusEventKeys)
 	}
 	return marshalWithExtra(q, e.Extra, statusEventKeys)
 }
 
-// statusEventEncoder is the fast encoder of StatusEvent, in struct order.
-var statusEventEncoder = newFastEncoder(statusEventKeys,
-	intEnc("v", false, func(e *StatusEvent) int { return e.V }),
-	stringEnc("run", false, func(e *StatusEvent) string { return e.Run }),
-	stringEnc("doc", false, func(e *StatusEvent) string { return e.Doc }),
-	intEnc("attempt", true, func(e *StatusEvent) int { return e.Attempt }),
-	stringEnc("data_type", false, func(e *StatusEvent) oxytype.DataType { return e.DataType }),
-	stringEnc("outcome", false, func(e *StatusEvent) oxytype.Outcome { return e.Outcome }),
-	partyEnc("origin", false, func(e *StatusEvent) oxytype.Party { return e.Origin }),
-	partyEnc("consumer", true, func(e *StatusEvent) oxytype.Party { return e.Consumer }),
-	intEnc("retry_count", true, func(e *StatusEvent) int { return e.RetryCount }),
-	stringEnc("reason", true, func(e *StatusEvent) string { return e.Reason }),
-	objectEnc("error", func(e *StatusEvent) *oxytype.ErrorInfo { return e.Error }),
-	stringEnc("state", true, func(e *StatusEvent) oxytype.State { return e.State }),
-	stringEnc("api_job_id", true, func(e *StatusEvent) string { return e.APIJobID }),
-	rawEnc("payload", true, func(e *StatusEvent) json.RawMessage { return e.Payload }),
-	objectEnc("upload", func(e *StatusEvent) *oxytype.Upload { return e.Upload }),
-	timeEnc("time", false, func(e *StatusEvent) time.Time { return e.Time }),
+// statusEventCodec is the fast codec of StatusEvent, in struct order.
+var statusEventCodec = newFastCodec(statusEventKeys,
+	intCodec("v", false, func(e *StatusEvent) *int { return &e.V }),
+	stringCodec("run", false, func(e *StatusEvent) *string { return &e.Run }),
+	stringCodec("doc", false, func(e *StatusEvent) *string { return &e.Doc }),
+	intCodec("attempt", true, func(e *StatusEvent) *int { return &e.Attempt }),
+	stringCodec("data_type", false, func(e *StatusEvent) *oxytype.DataType { return &e.DataType }),
+	stringCodec("outcome", false, func(e *StatusEvent) *oxytype.Outcome { return &e.Outcome }),
+	partyCodec("origin", false, func(e *StatusEvent) *oxytype.Party { return &e.Origin }),
+	partyCodec("consumer", true, func(e *StatusEvent) *oxytype.Party { return &e.Consumer }),
+	intCodec("retry_count", true, func(e *StatusEvent) *int { return &e.RetryCount }),
+	stringCodec("reason", true, func(e *StatusEvent) *string { return &e.Reason }),
+	objectCodec("error", func(e *StatusEvent) **oxytype.ErrorInfo { return &e.Error }),
+	stringCodec("state", true, func(e *StatusEvent) *oxytype.State { return &e.State }),
+	stringCodec("api_job_id", true, func(e *StatusEvent) *string { return &e.APIJobID }),
+	rawCodec("payload", true, func(e *StatusEvent) *json.RawMessage { return &e.Payload }),
+	objectCodec("upload", func(e *StatusEvent) **oxytype.Upload { return &e.Upload }),
+	timeCodec("time", false, func(e *StatusEvent) *time.Time { return &e.Time }),
 )
 
 // UnmarshalJSON reads the known fields and keeps the others in Extra.
 func (e *StatusEvent) UnmarshalJSON(data []byte) error {
-	if extra, ok := statusEventFields.decode(e, data); ok {
+	if extra, ok := statusEventCodec.decode(e, data); ok {
 		e.Extra = extra
 		return nil
 	}
 	return e.unmarshalGeneric(data)
 }
-
-// statusEventFields is the fast decode table of StatusEvent.
-var statusEventFields = newFastFields(statusEventKeys, map[string]func(*StatusEvent, []byte) bool{
-	"v":           intField(func(e *StatusEvent) *int { return &e.V }),
-	"run":         stringField(func(e *StatusEvent) *string { return &e.Run }),
-	"doc":         stringField(func(e *StatusEvent) *string { return &e.Doc }),
-	"attempt":     intField(func(e *StatusEvent) *int { return &e.Attempt }),
-	"data_type":   stringField(func(e *StatusEvent) *oxytype.DataType { return &e.DataType }),
-	"outcome":     stringField(func(e *StatusEvent) *oxytype.Outcome { return &e.Outcome }),
-	"origin":      partyField(func(e *StatusEvent) *oxytype.Party { return &e.Origin }),
-	"consumer":    partyField(func(e *StatusEvent) *oxytype.Party { return &e.Consumer }),
-	"retry_count": intField(func(e *StatusEvent) *int { return &e.RetryCount }),
-	"reason":      stringField(func(e *StatusEvent) *string { return &e.Reason }),
-	"error":       objectField(func(e *StatusEvent) **oxytype.ErrorInfo { return &e.Error }),
-	"state":       stringField(func(e *StatusEvent) *oxytype.State { return &e.State }),
-	"api_job_id":  stringField(func(e *StatusEvent) *string { return &e.APIJobID }),
-	"payload":     rawField(func(e *StatusEvent) *json.RawMessage { return &e.Payload }),
-	"upload":      objectField(func(e *StatusEvent) **oxytype.Upload { return &e.Upload }),
-	"time":        timeField(func(e *StatusEvent) *time.Time { return &e.Time }),
-})
 
 // unmarshalGeneric is UnmarshalJSON through encoding/json, for what the
 // fast path leaves to it.

@@ -78,7 +78,7 @@ func (p Payload) MarshalJSON() ([]byte, error) {
 	if q.V == 0 {
 		q.V = Version
 	}
-	if b, ok := payloadEncoder.encode((*Payload)(&q)); ok {
+	if b, ok := payloadCodec.encode((*Payload)(&q)); ok {
 		return appendExtra(b, p.Extra, payloadKeys)
 	}
 	return marshalWithExtra(q, p.Extra, payloadKeys)
@@ -86,7 +86,7 @@ func (p Payload) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the known fields and keeps the others in Extra.
 func (p *Payload) UnmarshalJSON(data []byte) error {
-	if extra, ok := payloadFields.decode(p, data); ok {
+	if extra, ok := payloadCodec.decode(p, data); ok {
 		p.Extra = extra
 		return nil
 	}
@@ -120,7 +120,7 @@ func (s Submitted) MarshalJSON() ([]byte, error) {
 	if q.V == 0 {
 		q.V = Version
 	}
-	if b, ok := submittedEncoder.encode((*Submitted)(&q)); ok {
+	if b, ok := submittedCodec.encode((*Submitted)(&q)); ok {
 		return appendExtra(b, s.Extra, submittedKeys)
 	}
 	return marshalWithExtra(q, s.Extra, submittedKeys)
@@ -128,7 +128,7 @@ func (s Submitted) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the known fields and keeps the others in Extra.
 func (s *Submitted) UnmarshalJSON(data []byte) error {
-	if extra, ok := submittedFields.decode(s, data); ok {
+	if extra, ok := submittedCodec.decode(s, data); ok {
 		s.Extra = extra
 		return nil
 	}
@@ -166,7 +166,7 @@ func (d Done) MarshalJSON() ([]byte, error) {
 	if q.Status == "" {
 		q.Status = JobStatusDone
 	}
-	if b, ok := doneEncoder.encode((*Done)(&q)); ok {
+	if b, ok := doneCodec.encode((*Done)(&q)); ok {
 		return appendExtra(b, d.Extra, doneKeys)
 	}
 	return marshalWithExtra(q, d.Extra, doneKeys)
@@ -174,7 +174,7 @@ func (d Done) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the known fields and keeps the others in Extra.
 func (d *Done) UnmarshalJSON(data []byte) error {
-	if extra, ok := doneFields.decode(d, data); ok {
+	if extra, ok := doneCodec.decode(d, data); ok {
 		d.Extra = extra
 		return nil
 	}
@@ -195,66 +195,34 @@ func (d *Done) unmarshalGeneric(data []byte) error {
 	return nil
 }
 
-// payloadFields is the fast decode table of Payload.
-var payloadFields = newFastFields(payloadKeys, map[string]func(*Payload, []byte) bool{
-	"v":       intField(func(v *Payload) *int { return &v.V }),
-	"run":     stringField(func(v *Payload) *string { return &v.Run }),
-	"doc":     stringField(func(v *Payload) *string { return &v.Doc }),
-	"attempt": intField(func(v *Payload) *int { return &v.Attempt }),
-	"payload": rawField(func(v *Payload) *json.RawMessage { return &v.Payload }),
-})
-
-// submittedFields is the fast decode table of Submitted.
-var submittedFields = newFastFields(submittedKeys, map[string]func(*Submitted, []byte) bool{
-	"v":            intField(func(v *Submitted) *int { return &v.V }),
-	"run":          stringField(func(v *Submitted) *string { return &v.Run }),
-	"doc":          stringField(func(v *Submitted) *string { return &v.Doc }),
-	"attempt":      intField(func(v *Submitted) *int { return &v.Attempt }),
-	"api_job_id":   stringField(func(v *Submitted) *string { return &v.APIJobID }),
-	"payload":      rawField(func(v *Submitted) *json.RawMessage { return &v.Payload }),
-	"submitted_at": timeField(func(v *Submitted) *time.Time { return &v.SubmittedAt }),
-})
-
-// doneFields is the fast decode table of Done.
-var doneFields = newFastFields(doneKeys, map[string]func(*Done, []byte) bool{
-	"v":           intField(func(v *Done) *int { return &v.V }),
-	"run":         stringField(func(v *Done) *string { return &v.Run }),
-	"doc":         stringField(func(v *Done) *string { return &v.Doc }),
-	"attempt":     intField(func(v *Done) *int { return &v.Attempt }),
-	"api_job_id":  stringField(func(v *Done) *string { return &v.APIJobID }),
-	"payload":     rawField(func(v *Done) *json.RawMessage { return &v.Payload }),
-	"status":      stringField(func(v *Done) *string { return &v.Status }),
-	"finished_at": timeField(func(v *Done) *time.Time { return &v.FinishedAt }),
-})
-
-// payloadEncoder is the fast encoder of Payload, in struct order.
-var payloadEncoder = newFastEncoder(payloadKeys,
-	intEnc("v", false, func(v *Payload) int { return v.V }),
-	stringEnc("run", false, func(v *Payload) string { return v.Run }),
-	stringEnc("doc", false, func(v *Payload) string { return v.Doc }),
-	intEnc("attempt", true, func(v *Payload) int { return v.Attempt }),
-	rawEnc("payload", false, func(v *Payload) json.RawMessage { return v.Payload }),
+// payloadCodec is the fast codec of Payload, in struct order.
+var payloadCodec = newFastCodec(payloadKeys,
+	intCodec("v", false, func(v *Payload) *int { return &v.V }),
+	stringCodec("run", false, func(v *Payload) *string { return &v.Run }),
+	stringCodec("doc", false, func(v *Payload) *string { return &v.Doc }),
+	intCodec("attempt", true, func(v *Payload) *int { return &v.Attempt }),
+	rawCodec("payload", false, func(v *Payload) *json.RawMessage { return &v.Payload }),
 )
 
-// submittedEncoder is the fast encoder of Submitted, in struct order.
-var submittedEncoder = newFastEncoder(submittedKeys,
-	intEnc("v", false, func(v *Submitted) int { return v.V }),
-	stringEnc("run", false, func(v *Submitted) string { return v.Run }),
-	stringEnc("doc", false, func(v *Submitted) string { return v.Doc }),
-	intEnc("attempt", true, func(v *Submitted) int { return v.Attempt }),
-	stringEnc("api_job_id", false, func(v *Submitted) string { return v.APIJobID }),
-	rawEnc("payload", false, func(v *Submitted) json.RawMessage { return v.Payload }),
-	timeEnc("submitted_at", false, func(v *Submitted) time.Time { return v.SubmittedAt }),
+// submittedCodec is the fast codec of Submitted, in struct order.
+var submittedCodec = newFastCodec(submittedKeys,
+	intCodec("v", false, func(v *Submitted) *int { return &v.V }),
+	stringCodec("run", false, func(v *Submitted) *string { return &v.Run }),
+	stringCodec("doc", false, func(v *Submitted) *string { return &v.Doc }),
+	intCodec("attempt", true, func(v *Submitted) *int { return &v.Attempt }),
+	stringCodec("api_job_id", false, func(v *Submitted) *string { return &v.APIJobID }),
+	rawCodec("payload", false, func(v *Submitted) *json.RawMessage { return &v.Payload }),
+	timeCodec("submitted_at", false, func(v *Submitted) *time.Time { return &v.SubmittedAt }),
 )
 
-// doneEncoder is the fast encoder of Done, in struct order.
-var doneEncoder = newFastEncoder(doneKeys,
-	intEnc("v", false, func(v *Done) int { return v.V }),
-	stringEnc("run", false, func(v *Done) string { return v.Run }),
-	stringEnc("doc", false, func(v *Done) string { return v.Doc }),
-	intEnc("attempt", true, func(v *Done) int { return v.Attempt }),
-	stringEnc("api_job_id", false, func(v *Done) string { return v.APIJobID }),
-	rawEnc("payload", false, func(v *Done) json.RawMessage { return v.Payload }),
-	stringEnc("status", false, func(v *Done) string { return v.Status }),
-	timeEnc("finished_at", true, func(v *Done) time.Time { return v.FinishedAt }),
+// doneCodec is the fast codec of Done, in struct order.
+var doneCodec = newFastCodec(doneKeys,
+	intCodec("v", false, func(v *Done) *int { return &v.V }),
+	stringCodec("run", false, func(v *Done) *string { return &v.Run }),
+	stringCodec("doc", false, func(v *Done) *string { return &v.Doc }),
+	intCodec("attempt", true, func(v *Done) *int { return &v.Attempt }),
+	stringCodec("api_job_id", false, func(v *Done) *string { return &v.APIJobID }),
+	rawCodec("payload", false, func(v *Done) *json.RawMessage { return &v.Payload }),
+	stringCodec("status", false, func(v *Done) *string { return &v.Status }),
+	timeCodec("finished_at", true, func(v *Done) *time.Time { return &v.FinishedAt }),
 )

@@ -12,7 +12,7 @@ import (
 // fuzzFastPath holds a fast decode table to encoding/json: wherever the fast
 // path answers, encoding/json decodes the same bytes without error into the
 // same value, Extra included. seeds are encoded envelopes of T, then bytes.
-func fuzzFastPath[T any](f *testing.F, ff fastFields[T], generic func(*T, []byte) error, setExtra func(*T, Extra), seeds ...string) {
+func fuzzFastPath[T any](f *testing.F, ff fastCodec[T], generic func(*T, []byte) error, setExtra func(*T, Extra), seeds ...string) {
 	common := []string{
 		`{"v":1,"RUN":"r1"}`, `{"v":1,"run":"r1","run":"r2"}`, `{"v":null}`, `{"v":1.0}`, `{"v":"1"}`, `{"v":-0}`,
 		`{"v":1234567890123456789012}`, `{"run":"a\u0026b \"q\" \ud83d\ude00"}`, "{\"run\":\"\xff\"}", `[]`, `{`, `{"\u0076":1}`,
@@ -57,27 +57,34 @@ func mustJSON(t testing.TB, e json.Marshaler) string {
 }
 
 func FuzzStatusEventFastPath(f *testing.F) {
-	fuzzFastPath(f, statusEventFields, (*StatusEvent).unmarshalGeneric, func(e *StatusEvent, x Extra) { e.Extra = x },
+	fuzzFastPath(f, statusEventCodec, (*StatusEvent).unmarshalGeneric, func(e *StatusEvent, x Extra) { e.Extra = x },
 		append(statusEventSamples(f),
 			`{"origin":{"type":"a"},"origin":{"name":"b"}}`, `{"origin":{"type":"a","x":1}}`, `{"time":"2026-13-01T00:00:00Z"}`,
 			`{"time":"x"}`, `{"error":{"status_code":"x"}}`, `{"ſtate":"done"}`, `{"consumer":{"type":1}}`)...)
 }
 
 func FuzzPayloadFastPath(f *testing.F) {
-	fuzzFastPath(f, payloadFields, (*Payload).unmarshalGeneric, func(p *Payload, x Extra) { p.Extra = x },
+	fuzzFastPath(f, payloadCodec, (*Payload).unmarshalGeneric, func(p *Payload, x Extra) { p.Extra = x },
 		mustJSON(f, &Payload{Run: "r1", Doc: "12", Attempt: 1, Payload: fuzzPayload}))
 }
 
 func FuzzSubmittedFastPath(f *testing.F) {
-	fuzzFastPath(f, submittedFields, (*Submitted).unmarshalGeneric, func(s *Submitted, x Extra) { s.Extra = x },
+	fuzzFastPath(f, submittedCodec, (*Submitted).unmarshalGeneric, func(s *Submitted, x Extra) { s.Extra = x },
 		mustJSON(f, &Submitted{Run: "r1", Doc: "12", APIJobID: "7000000000000000001", Payload: fuzzPayload, SubmittedAt: fuzzAt}),
 		`{"submitted_at":"2026-09-29T17:04:12+02:00"}`)
 }
 
 func FuzzDoneFastPath(f *testing.F) {
-	fuzzFastPath(f, doneFields, (*Done).unmarshalGeneric, func(d *Done, x Extra) { d.Extra = x },
+	fuzzFastPath(f, doneCodec, (*Done).unmarshalGeneric, func(d *Done, x Extra) { d.Extra = x },
 		mustJSON(f, &Done{Run: "r1", Doc: "12", Attempt: 2, APIJobID: "7000000000000000001", Payload: fuzzPayload, Status: JobStatusDone, FinishedAt: fuzzAt}),
 		`{"finished_at":"0001-01-01T00:00:00Z"}`)
+}
+
+func FuzzClaimFastPath(f *testing.F) {
+	fuzzFastPath(f, claimCodec, (*Claim).unmarshalGeneric, func(c *Claim, x Extra) { c.Extra = x },
+		mustJSON(f, &Claim{Run: "r1", Doc: "12", Attempt: 1, State: ClaimSubmitted, By: "submitter/pod-1", ClaimedAt: fuzzAt,
+			APIJobID: "7000000000000000001", SubmittedAt: fuzzAt, Reason: "r", MayHaveBilled: true, Retries: 1}),
+		`{"may_have_billed":false}`, `{"may_have_billed":1}`, `{"may_have_billed":"true"}`)
 }
 
 // statusEventSamples are status events as the stages write them: a success
@@ -114,23 +121,29 @@ func TestFastPathTakesWhatThisBuildWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got StatusEvent
-		extra, ok := statusEventFields.decode(&got, []byte(data))
+		extra, ok := statusEventCodec.decode(&got, []byte(data))
 		got.Extra = extra
 		check("status event", data, ok, got, want)
 	}
 	p := Payload{V: Version, Run: "r1", Doc: "12", Attempt: 1, Payload: fuzzPayload}
 	data := mustJSON(t, &p)
 	var gotP Payload
-	_, ok := payloadFields.decode(&gotP, []byte(data))
+	_, ok := payloadCodec.decode(&gotP, []byte(data))
 	check("payload", data, ok, gotP, p)
 	s := Submitted{V: Version, Run: "r1", Doc: "12", APIJobID: "7000000000000000001", Payload: fuzzPayload, SubmittedAt: fuzzAt}
 	data = mustJSON(t, &s)
 	var gotS Submitted
-	_, ok = submittedFields.decode(&gotS, []byte(data))
+	_, ok = submittedCodec.decode(&gotS, []byte(data))
 	check("submitted", data, ok, gotS, s)
 	d := Done{V: Version, Run: "r1", Doc: "12", Attempt: 2, APIJobID: "7000000000000000001", Payload: fuzzPayload, Status: JobStatusDone, FinishedAt: fuzzAt}
 	data = mustJSON(t, &d)
 	var gotD Done
-	_, ok = doneFields.decode(&gotD, []byte(data))
+	_, ok = doneCodec.decode(&gotD, []byte(data))
 	check("done", data, ok, gotD, d)
+	c := Claim{V: Version, Run: "r1", Doc: "12", State: ClaimSubmitted, By: "submitter/pod-1", ClaimedAt: fuzzAt,
+		APIJobID: "7000000000000000001", SubmittedAt: fuzzAt, MayHaveBilled: true}
+	data = mustJSON(t, &c)
+	var gotC Claim
+	_, ok = claimCodec.decode(&gotC, []byte(data))
+	check("claim", data, ok, gotC, c)
 }

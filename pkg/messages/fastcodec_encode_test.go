@@ -31,7 +31,7 @@ func newFuzzValues(s1, s2, s3 string, n int, raw []byte, sec int64, offset int, 
 
 // checkEncode holds a fast encoder to encoding/json: wherever it answers,
 // its bytes are encoding/json's (without HTML escaping) for the same value.
-func checkEncode[T any](t *testing.T, fe fastEncoder[T], v *T, generic any) {
+func checkEncode[T any](t *testing.T, fe fastCodec[T], v *T, generic any) {
 	t.Helper()
 	fast, ok := fe.encode(v)
 	if !ok {
@@ -68,7 +68,7 @@ func FuzzStatusEventEncoder(f *testing.F) {
 			e.Error = &oxytype.ErrorInfo{Message: v.s1}
 		}
 		type plain StatusEvent
-		checkEncode(t, statusEventEncoder, &e, plain(e))
+		checkEncode(t, statusEventCodec, &e, plain(e))
 	})
 }
 
@@ -78,17 +78,17 @@ func FuzzWorkEncoders(f *testing.F) {
 		v := newFuzzValues(s1, s2, s3, n, raw, sec, offset, flag)
 		p := Payload{V: v.n, Run: v.s1, Doc: v.s2, Attempt: v.n, Payload: v.raw}
 		type plainP Payload
-		checkEncode(t, payloadEncoder, &p, plainP(p))
+		checkEncode(t, payloadCodec, &p, plainP(p))
 		s := Submitted{V: v.n, Run: v.s1, Doc: v.s2, Attempt: v.n, APIJobID: v.s3, Payload: v.raw, SubmittedAt: v.at}
 		type plainS Submitted
-		checkEncode(t, submittedEncoder, &s, plainS(s))
+		checkEncode(t, submittedCodec, &s, plainS(s))
 		d := Done{V: v.n, Run: v.s1, Doc: v.s2, Attempt: v.n, APIJobID: v.s3, Payload: v.raw, Status: v.s1, FinishedAt: v.at}
 		type plainD Done
-		checkEncode(t, doneEncoder, &d, plainD(d))
+		checkEncode(t, doneCodec, &d, plainD(d))
 		c := Claim{V: v.n, Run: v.s1, Doc: v.s2, Attempt: v.n, State: ClaimState(v.s3), By: v.s3, ClaimedAt: v.at,
 			APIJobID: v.s1, SubmittedAt: v.at, Reason: v.s2, MayHaveBilled: v.flag, Retries: v.n}
 		type plainC Claim
-		checkEncode(t, claimEncoder, &c, plainC(c))
+		checkEncode(t, claimCodec, &c, plainC(c))
 	})
 }
 
@@ -105,11 +105,11 @@ func TestFastEncodersTakeWhatTheStagesWrite(t *testing.T) {
 	d := Done{V: 1, Run: "r1", Doc: "12", APIJobID: "7000000000000000001", Payload: payload, Status: JobStatusDone, FinishedAt: at}
 	c := Claim{V: 1, Run: "r1", Doc: "12", State: ClaimSubmitted, By: "submitter/pod-1", ClaimedAt: at, APIJobID: "7000000000000000001", SubmittedAt: at}
 	for name, ok := range map[string]bool{
-		"status event": second(statusEventEncoder.encode(&ev)),
-		"payload":      second(payloadEncoder.encode(&p)),
-		"submitted":    second(submittedEncoder.encode(&s)),
-		"done":         second(doneEncoder.encode(&d)),
-		"claim":        second(claimEncoder.encode(&c)),
+		"status event": second(statusEventCodec.encode(&ev)),
+		"payload":      second(payloadCodec.encode(&p)),
+		"submitted":    second(submittedCodec.encode(&s)),
+		"done":         second(doneCodec.encode(&d)),
+		"claim":        second(claimCodec.encode(&c)),
 	} {
 		if !ok {
 			t.Errorf("%s: the fast encoder left it to encoding/json", name)
