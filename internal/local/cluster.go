@@ -18,6 +18,7 @@ import (
 	"github.com/oxypipe/oxypipe/internal/health"
 	"github.com/oxypipe/oxypipe/internal/natsserver"
 	"github.com/oxypipe/oxypipe/internal/poller"
+	"github.com/oxypipe/oxypipe/internal/progress"
 	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/internal/statusworker"
 	"github.com/oxypipe/oxypipe/internal/submitter"
@@ -26,6 +27,7 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/destination"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/jobresults"
+	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
@@ -68,7 +70,10 @@ type Cluster struct {
 	// made (and closes).
 	memLedger *jobresults.MemoryStore
 	status    *statusworker.StatusWorker
-	services  map[topology.Stage]service
+	// events hands the status events the statusworker decodes to the
+	// progress watchers of this process (Events).
+	events   *progress.Hub
+	services map[topology.Stage]service
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -214,6 +219,14 @@ func (c *Cluster) startStages(rebuild bool) error {
 	if cfg.StatusWorker != nil {
 		cfg.StatusWorker(&swc)
 	}
+	c.events = progress.NewHub()
+	observe := swc.Observe
+	swc.Observe = func(ev *messages.StatusEvent) {
+		c.events.Observe(ev)
+		if observe != nil {
+			observe(ev)
+		}
+	}
 
 	sub, err := submitter.New(sc)
 	if err != nil {
@@ -277,6 +290,11 @@ func (c *Cluster) StateDir() string { return c.dir }
 
 // Ledger is the job-results ledger the statusworker writes.
 func (c *Cluster) Ledger() jobresults.Ledger { return c.ledger }
+
+// Events is the hub of the status events this cluster's statusworker
+// decodes, for the progress watchers of runs in this process
+// (progress.Config.Hub).
+func (c *Cluster) Events() *progress.Hub { return c.events }
 
 // StatusWorker is the running statusworker, for its HTTP Handler (run counts,
 // failures, unique errors).

@@ -272,6 +272,14 @@ func (t *Tracker) finish(pos int, ev *messages.StatusEvent, won runlog.DocOutcom
 	return j
 }
 
+// rewind prepares the tracker for its run's events to be applied again from
+// the first (a watcher that moves from a hub to the stream): the counts
+// that every event adds to start over; the rest of its state takes a
+// repeated event as the duplicate it is, so no doc is reported twice.
+func (t *Tracker) rewind() {
+	t.retries, t.ignored = 0, 0
+}
+
 // Progress returns the counts so far (Elapsed is left zero).
 func (t *Tracker) Progress() Progress {
 	p := Progress{

@@ -39,6 +39,15 @@ type Config struct {
 	// storage check waits on its first jobs this way). It is called from
 	// the watcher's goroutine and must not block.
 	OnFinish func(Job)
+	// Hub, when set, is where the watcher takes the run's events from when
+	// the statusworker runs in this process, instead of a consumer of its
+	// own on the status stream (see Hub for when it can). The watch reads
+	// the stream when the run already has events as it starts, and
+	// switches to it when it falls HubLimit events behind.
+	Hub *Hub
+	// HubLimit is how many events the hub holds for this watcher before
+	// it switches to the stream. Default DefaultHubLimit.
+	HubLimit int
 }
 
 // WithDefaults returns c with every unset field filled in.
@@ -48,6 +57,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.HubLimit <= 0 {
+		c.HubLimit = DefaultHubLimit
 	}
 	return c
 }
@@ -85,12 +97,19 @@ type event struct {
 	seq uint64
 	ev  *messages.StatusEvent
 	err error
+	// overflow says the hub gave up on this watcher: it must read the
+	// stream from the first event.
+	overflow bool
+	// flushed says every event the hub had observed when the watcher asked
+	// (on the run's completion) was handed over before this one.
+	flushed bool
 }
 
 // Watch starts watching a run: it reads the run's record, then its status
-// events from the first one (an ordered consumer on the status stream), and
-// ends when the statusworker has marked the run completed and every event up
-// to then was read. ctx bounds the whole watch; Close ends it too.
+// events from the first one (an ordered consumer on the status stream, or
+// Config.Hub), and ends when the statusworker has marked the run completed
+// and every event up to then was read. ctx bounds the whole watch; Close
+// ends it too.
 func Watch(ctx context.Context, cfg Config) (*Watcher, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
@@ -102,16 +121,15 @@ func Watch(ctx context.Context, cfg Config) (*Watcher, error) {
 	}
 	js := cfg.Topology.JetStream()
 	subject := messages.StatusSubject(cfg.Run)
-	cons, err := js.OrderedConsumer(ctx, topology.StreamStatus, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
+	sub, err := subscribe(ctx, cfg, js, subject)
 	if err != nil {
 		return nil, fmt.Errorf("progress: watch run %s: %w", cfg.Run, err)
 	}
-	it, err := cons.Messages()
-	if err != nil {
-		return nil, fmt.Errorf("progress: watch run %s: %w", cfg.Run, err)
+	var it jetstream.MessagesContext
+	if sub == nil {
+		if it, err = openStream(ctx, js, subject); err != nil {
+			return nil, fmt.Errorf("progress: watch run %s: %w", cfg.Run, err)
+		}
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	w := &Watcher{
@@ -123,11 +141,92 @@ func Watch(ctx context.Context, cfg Config) (*Watcher, error) {
 		tracker: NewTracker(ref.Record.Announced),
 	}
 	events := make(chan event, 64)
-	go w.read(wctx, it, events)
+	flush := make(chan struct{}, 1)
+	if sub != nil {
+		go w.relay(wctx, sub, events, flush)
+	} else {
+		go w.read(wctx, it, events)
+	}
 	completions := make(chan completion, 1)
 	go w.waitCompleted(wctx, completions)
-	go w.loop(wctx, js, subject, events, completions)
+	go w.loop(wctx, js, subject, sub != nil, events, completions, flush)
 	return w, nil
+}
+
+// subscribe subscribes to the run's events on cfg.Hub, if there is one and
+// the run has no events yet (the hub only hands on what it observes from
+// the subscription on). It returns nil when the watcher must read the
+// stream.
+func subscribe(ctx context.Context, cfg Config, js jetstream.JetStream, subject string) (*feed, error) {
+	if cfg.Hub == nil {
+		return nil, nil
+	}
+	f := cfg.Hub.subscribe(cfg.Run, cfg.HubLimit)
+	if f == nil {
+		return nil, nil
+	}
+	// Checked after subscribing: an event stored before this check is
+	// seen here, one stored after it is observed by the hub.
+	seq, err := lastSequence(ctx, js, subject)
+	if err != nil || seq != 0 {
+		cfg.Hub.unsubscribe(cfg.Run, f)
+		return nil, err
+	}
+	return f, nil
+}
+
+// openStream starts an ordered consumer of the run's events from the first.
+func openStream(ctx context.Context, js jetstream.JetStream, subject string) (jetstream.MessagesContext, error) {
+	cons, err := js.OrderedConsumer(ctx, topology.StreamStatus, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cons.Messages()
+}
+
+// relay forwards the events the hub holds for this watcher, and on a
+// request from flush everything it holds by then followed by a flushed
+// mark. It ends after forwarding an overflow, and unsubscribes.
+func (w *Watcher) relay(ctx context.Context, f *feed, out chan<- event, flush <-chan struct{}) {
+	defer w.cfg.Hub.unsubscribe(w.cfg.Run, f)
+	send := func(e event) bool {
+		select {
+		case out <- e:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	var spare []*messages.StatusEvent
+	for {
+		flushing := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.ready:
+		case <-flush:
+			flushing = true
+		}
+		evs, overflow := f.take(spare)
+		for _, ev := range evs {
+			if !send(event{ev: ev}) {
+				return
+			}
+		}
+		spare = evs
+		switch {
+		case overflow:
+			send(event{overflow: true})
+			return
+		case flushing:
+			if !send(event{flushed: true}) {
+				return
+			}
+		}
+	}
 }
 
 // read forwards the run's status events until the iterator is stopped.
@@ -189,7 +288,12 @@ func (w *Watcher) waitCompleted(ctx context.Context, out chan<- completion) {
 	}
 }
 
-func (w *Watcher) loop(ctx context.Context, js jetstream.JetStream, subject string, events <-chan event, completions <-chan completion) {
+// loop applies the events and ends the watch. From the stream, the watch
+// ends once the run completed and its last event by then was read. From the
+// hub, it ends once the run completed and everything the hub observed by
+// then was applied: every event the completion counted was observed before
+// it (see Hub).
+func (w *Watcher) loop(ctx context.Context, js jetstream.JetStream, subject string, fromHub bool, events chan event, completions <-chan completion, flush chan<- struct{}) {
 	defer w.cancel()
 	// done closes before jobs: a reader that sees the end of jobs (Next's
 	// io.EOF) must find the watch ended, or Err would still answer nil and
@@ -202,7 +306,7 @@ func (w *Watcher) loop(ctx context.Context, js jetstream.JetStream, subject stri
 		settled bool   // the run completed and last is known
 	)
 	for {
-		if settled && seen >= last {
+		if settled && !fromHub && seen >= last {
 			w.finish(nil)
 			return
 		}
@@ -231,10 +335,30 @@ func (w *Watcher) loop(ctx context.Context, js jetstream.JetStream, subject stri
 			}
 			w.mu.Unlock()
 			last, settled = seq, true
+			if fromHub {
+				flush <- struct{}{} // the only request: completions sends once
+			}
 		case e := <-events:
 			if e.err != nil {
 				w.finish(fmt.Errorf("progress: read status of run %s: %w", w.cfg.Run, e.err))
 				return
+			}
+			switch {
+			case e.flushed && fromHub:
+				w.finish(nil)
+				return
+			case e.overflow:
+				it, err := openStream(ctx, js, subject)
+				if err != nil {
+					w.finish(fmt.Errorf("progress: watch run %s: %w", w.cfg.Run, err))
+					return
+				}
+				w.mu.Lock()
+				w.tracker.rewind()
+				w.mu.Unlock()
+				fromHub = false
+				go w.read(ctx, it, events)
+				continue
 			}
 			seen = max(seen, e.seq)
 			if e.ev == nil {

@@ -38,6 +38,9 @@ func (w *StatusWorker) handleBatch(ctx context.Context, batch []*stage.Msg) []er
 			errs[i] = w.malformed(m, err)
 			continue
 		}
+		if w.cfg.Observe != nil {
+			w.cfg.Observe(ev)
+		}
 		entries = append(entries, toEntry(ev, m.StreamSequence()))
 		idx = append(idx, i)
 	}

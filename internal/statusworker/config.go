@@ -60,6 +60,14 @@ type Config struct {
 	// would count only those. Several replicas need a shared ledger (Mongo).
 	Rebuild bool
 
+	// Observe, when set, sees every status event the worker decoded, before
+	// the event is written to the ledger (so before any completion it counts
+	// towards), and again on each redelivery. It is called from the
+	// worker's batch handlers, concurrently, and must not block or change
+	// the event. The one-process cluster hands events to its progress
+	// watchers this way (progress.Hub).
+	Observe func(*messages.StatusEvent)
+
 	// WriteRetry is the retry policy of one batch's ledger write. Only
 	// errors matching jobresults.ErrTransient are retried. When it gives up,
 	// the batch's events are redelivered later (never acked, never lost).

@@ -208,15 +208,19 @@ func (c *Client) Watch(ctx context.Context, run string, opts Options) (*Run, err
 
 func (c *Client) watch(ctx context.Context, topo *topology.Topology, f *feeder.Feeder, run string, buffer int, warnings []string, onFinish func(progress.Job)) (*Run, error) {
 	rctx, cancel := context.WithCancelCause(ctx)
-	w, err := progress.Watch(rctx, progress.Config{Topology: topo, Run: run, Buffer: buffer, OnFinish: onFinish})
+	c.mu.Lock()
+	cl := c.cluster
+	c.mu.Unlock()
+	var hub *progress.Hub
+	if cl != nil {
+		hub = cl.Events() // the stages run here: no consumer of our own
+	}
+	w, err := progress.Watch(rctx, progress.Config{Topology: topo, Run: run, Buffer: buffer, OnFinish: onFinish, Hub: hub})
 	if err != nil {
 		cancel(err)
 		return nil, err
 	}
 	r := newRun(rctx, f, w, cancel, warnings)
-	c.mu.Lock()
-	cl := c.cluster
-	c.mu.Unlock()
 	if cl != nil {
 		go func() {
 			select {

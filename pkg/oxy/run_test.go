@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/oxy"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
@@ -60,6 +63,15 @@ func TestEveryPayloadEndsOnce(t *testing.T) {
 	run, err := c.Execute(ctx, ps, oxy.Options{Destination: results, RunLog: logs, Buffer: 8})
 	if err != nil {
 		t.Fatal(err)
+	}
+	cl, err := c.Cluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stages run here: the run is watched through the statusworker's
+	// events, with no consumer of its own on the status stream.
+	if cons := statusConsumers(t, cl.JetStream()); len(cons) != 1 || cons[0] != string(topology.StatusWorker) {
+		t.Errorf("the status stream's consumers are %v, want the statusworker's alone", cons)
 	}
 	seen := map[int]oxy.Job{}
 	for job, err := range run.Jobs() {
@@ -128,10 +140,6 @@ func TestEveryPayloadEndsOnce(t *testing.T) {
 		default:
 			t.Errorf("rejection of doc %d: %+v", r.Doc, r.Error)
 		}
-	}
-	cl, err := c.Cluster(ctx)
-	if err != nil {
-		t.Fatal(err)
 	}
 	for input, times := range cl.Emulator().Emulator.Stats().CreatedByInput {
 		if times != 1 {
@@ -215,4 +223,22 @@ func TestStopMidRun(t *testing.T) {
 	if got := cl.Emulator().Emulator.Stats().JobsCreated; got != int64(counts[oxytype.Done]) {
 		t.Errorf("the API created %d jobs, the run has %d done", got, counts[oxytype.Done])
 	}
+}
+
+// statusConsumers lists the names of the status stream's consumers.
+func statusConsumers(t *testing.T, js jetstream.JetStream) []string {
+	t.Helper()
+	s, err := js.Stream(t.Context(), topology.StreamStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	l := s.ConsumerNames(t.Context())
+	for n := range l.Name() {
+		names = append(names, n)
+	}
+	if err := l.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return names
 }
