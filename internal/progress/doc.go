@@ -14,6 +14,11 @@
 // --resume). The ledger itself is not needed: it may be a memory store in
 // another process.
 //
+// When the statusworker runs in the same process (oxy run's one-process
+// cluster), a new run is watched through a Hub instead: the statusworker
+// hands each event it decoded to the watcher, so the process reads each event
+// once. The stream stays the fallback (see Hub for when each is used).
+//
 // # A doc's life as the watcher sees it
 //
 //	(not fed) ─payload─▶ unsubmitted ─submitted─▶ pending ─done─▶ done ─written─▶ done, written   finished
