@@ -198,11 +198,15 @@ func (e *env) track(ctx context.Context, n int) (*tracker, func(), error) {
 		return nil, nil, err
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		ev, err := messages.DecodeStatusEvent(m.Subject(), m.Data())
+		elems, err := messages.SplitStatusEvents(m.Subject(), m.Data())
 		if err != nil {
 			return
 		}
-		tr.add(ev, len(m.Data()))
+		for _, data := range elems {
+			if ev, err := messages.DecodeStatusEvent(m.Subject(), data); err == nil {
+				tr.add(ev, len(data))
+			}
+		}
 	})
 	if err != nil {
 		return nil, nil, err

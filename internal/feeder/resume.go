@@ -111,8 +111,10 @@ func (f *Feeder) scanStatus(ctx context.Context, run string, fn func(*messages.S
 		if err != nil {
 			return fmt.Errorf("feeder: resume: read status events: %w", err)
 		}
-		if ev, err := messages.DecodeStatusEvent(msg.Subject(), msg.Data()); err == nil {
-			fn(ev)
+		for ev, err := range messages.StatusEvents(msg.Subject(), msg.Data()) {
+			if err == nil {
+				fn(ev)
+			}
 		}
 		meta, err := msg.Metadata()
 		if err != nil {

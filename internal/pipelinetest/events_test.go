@@ -23,7 +23,8 @@ import (
 type collector struct {
 	mu     sync.Mutex
 	events []messages.StatusEvent
-	seqs   []uint64         // the stream sequence of each event
+	seqs   []uint64         // the stream sequence of each event's message
+	index  []int            // each event's index in its message
 	byDoc  map[string][]int // run/doc → indexes into events
 	broken []string         // events that did not decode
 }
@@ -39,21 +40,25 @@ func collect(t testing.TB, js jetstream.JetStream) *collector {
 		t.Fatal(err)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		ev, err := messages.DecodeStatusEvent(m.Subject(), m.Data())
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if err != nil {
-			c.broken = append(c.broken, err.Error())
-			return
-		}
 		var seq uint64
 		if md, err := m.Metadata(); err == nil {
 			seq = md.Sequence.Stream
 		}
-		k := ev.Run + "/" + ev.Doc
-		c.byDoc[k] = append(c.byDoc[k], len(c.events))
-		c.events = append(c.events, *ev)
-		c.seqs = append(c.seqs, seq)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		i := 0
+		for ev, err := range messages.StatusEvents(m.Subject(), m.Data()) {
+			i++
+			if err != nil {
+				c.broken = append(c.broken, err.Error())
+				continue
+			}
+			k := ev.Run + "/" + ev.Doc
+			c.byDoc[k] = append(c.byDoc[k], len(c.events))
+			c.events = append(c.events, *ev)
+			c.seqs = append(c.seqs, seq)
+			c.index = append(c.index, i-1)
+		}
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +200,7 @@ func (c *collector) sequenced() []statusworker.SequencedEvent {
 	out := make([]statusworker.SequencedEvent, len(c.events))
 	for i := range c.events {
 		ev := c.events[i]
-		out[i] = statusworker.SequencedEvent{Event: &ev, Seq: c.seqs[i]}
+		out[i] = statusworker.SequencedEvent{Event: &ev, Seq: c.seqs[i], Index: c.index[i]}
 	}
 	return out
 }

@@ -246,18 +246,18 @@ func (w *Watcher) read(ctx context.Context, it jetstream.MessagesContext, out ch
 			}
 			return
 		}
-		e := event{}
+		var seq uint64
 		if meta, err := msg.Metadata(); err == nil {
-			e.seq = meta.Sequence.Stream
+			seq = meta.Sequence.Stream
 		}
-		ev, err := messages.DecodeStatusEvent(msg.Subject(), msg.Data())
-		if err == nil {
-			e.ev = ev
-		}
-		select {
-		case out <- e:
-		case <-ctx.Done():
-			return
+		// One event per event of a batch message, each with its sequence; a
+		// malformed one still counts as seen.
+		for ev, _ := range messages.StatusEvents(msg.Subject(), msg.Data()) {
+			select {
+			case out <- event{seq: seq, ev: ev}:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
 }

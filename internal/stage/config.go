@@ -38,6 +38,11 @@ type Config struct {
 	// BatchLinger is how long a batch waits for more messages after its first
 	// one. Default 20ms.
 	BatchLinger time.Duration
+	// RecordLinger is how long a status event a handler records waits for
+	// others of its run to go out with it in one message (see Msg.Record).
+	// Each message's settlement waits that much longer; the broker handles
+	// one message per batch instead of one per event. Default 5ms.
+	RecordLinger time.Duration
 	// Heartbeat is the InProgress interval while a message is held (sent at
 	// most 1.5 Heartbeat apart). Default AckWait/3.
 	Heartbeat time.Duration
@@ -81,6 +86,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.FetchWait <= 0 {
 		c.FetchWait = time.Second
+	}
+	if c.RecordLinger <= 0 {
+		c.RecordLinger = 5 * time.Millisecond
 	}
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = c.Consumer.AckWait / 3

@@ -29,9 +29,12 @@
 //     work is never redelivered to another replica.
 //
 //  4. The handler publishes its outputs and status events with Msg.Publish
-//     and Msg.Record. They go out at once (async JetStream publishes); the
-//     runtime waits for every publish to be stored before it settles the
-//     message, so an ack never runs ahead of the outputs it promises.
+//     and Msg.Record. Outputs go out at once (async JetStream publishes);
+//     status events wait up to Config.RecordLinger to go out with the other
+//     events the worker records for the same run, in one batch message. The
+//     runtime waits for every publish and every batch to be stored before it
+//     settles the message, so an ack never runs ahead of the outputs it
+//     promises.
 //
 //  5. The handler's returned error decides how the message is settled:
 //

@@ -128,7 +128,7 @@ func (e *env) events() []messages.StatusEvent {
 
 func (e *env) streamEvents(name string) []messages.StatusEvent {
 	e.t.Helper()
-	return testutil.StreamDecoded(e.t, e.js, name, messages.DecodeStatusEvent)
+	return testutil.StatusEvents(e.t, e.js, name)
 }
 
 // streamMsgs returns the messages still stored in a stream.

@@ -25,6 +25,7 @@ type Msg struct {
 
 	mu      sync.Mutex
 	futures []jetstream.PubAckFuture
+	records []*recordBatch // the batches holding this message's events
 	pubErr  error
 
 	// settled is set by whoever settles the message (the handler's path or
@@ -125,8 +126,10 @@ func (m *Msg) Publish(e messages.Envelope) error {
 	return m.publish(nm)
 }
 
-// Record publishes a status event about this message's doc. Unset fields
-// are filled in: Run, and Doc with Attempt, from the message (Key; set them
+// Record publishes a status event about this message's doc, in a batch
+// with the other events the worker records within Config.RecordLinger (see
+// recorder); like Publish, it returns at once and the message is settled
+// only once the batch is stored. Unset fields are filled in: Run, and Doc with Attempt, from the message (Key; set them
 // yourself when you decoded the message, it saves a parse), Origin as this
 // stage, Time as now. The event's Outcome and DataType must be set.
 func (m *Msg) Record(ev *messages.StatusEvent) error {
@@ -149,9 +152,17 @@ func (m *Msg) Record(ev *messages.StatusEvent) error {
 		ev.Time = time.Now().UTC()
 	}
 	if ev.Run == "" || ev.Doc == "" {
-		return fmt.Errorf("stage: Record: the event has no run or doc and the message names none")
+		return errNoRun
 	}
-	return m.Publish(ev)
+	data, err := ev.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("stage: encode a status event: %w", err)
+	}
+	b := m.w.rec.add(ev.Run, data)
+	m.mu.Lock()
+	m.records = append(m.records, b)
+	m.mu.Unlock()
+	return nil
 }
 
 func (m *Msg) publish(nm *nats.Msg) error {
@@ -175,11 +186,16 @@ func (m *Msg) flush(deadline time.Time) error {
 	timeout := time.NewTimer(time.Until(deadline))
 	defer timeout.Stop()
 	m.mu.Lock()
-	futures, pubErr := m.futures, m.pubErr
-	m.futures = nil
+	futures, records, pubErr := m.futures, m.records, m.pubErr
+	m.futures, m.records = nil, nil
 	m.mu.Unlock()
 	if pubErr != nil {
 		return pubErr
+	}
+	for _, b := range records {
+		if err := b.wait(timeout.C, m.w.cfg.PublishTimeout); err != nil {
+			return err
+		}
 	}
 	for _, f := range futures {
 		select {

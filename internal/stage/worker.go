@@ -68,6 +68,7 @@ type Worker struct {
 	cfg    Config
 	actor  oxytype.Party
 	js     jetstream.JetStream
+	rec    *recorder
 	handle func(ctx context.Context, batch []*Msg) []error
 	dead   DeadLetterer
 	batch  bool
@@ -141,7 +142,7 @@ func newWorker(cfg Config, batch bool, handle func(context.Context, []*Msg) []er
 	if err != nil {
 		return nil, fmt.Errorf("stage: metrics: %w", err)
 	}
-	return &Worker{
+	w := &Worker{
 		cfg:    cfg,
 		actor:  oxytype.Party{Type: stageName, Name: cfg.Instance},
 		js:     js,
@@ -153,7 +154,9 @@ func newWorker(cfg Config, batch bool, handle func(context.Context, []*Msg) []er
 		held:   make(map[*Msg]struct{}),
 		state:  StateStarting,
 		detail: "no health sample yet",
-	}, nil
+	}
+	w.rec = newRecorder(w)
+	return w, nil
 }
 
 // Actor is the identity this worker publishes as.

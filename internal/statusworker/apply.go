@@ -31,18 +31,31 @@ import (
 func (w *StatusWorker) handleBatch(ctx context.Context, batch []*stage.Msg) []error {
 	errs := make([]error, len(batch))
 	entries := make([]jobresults.Entry, 0, len(batch))
-	idx := make([]int, 0, len(batch)) // entries[k] comes from batch[idx[k]]
+	idx := make([]int, 0, len(batch)) // entries[j] comes from batch[idx[j]]
+	at := make([]int, 0, len(batch))  // … where it is the at[j]-th event
 	for i, m := range batch {
-		ev, err := messages.DecodeStatusEvent(m.Subject(), m.Data())
+		elems, err := messages.SplitStatusEvents(m.Subject(), m.Data())
 		if err != nil {
 			errs[i] = w.malformed(m, err)
 			continue
 		}
-		if w.cfg.Observe != nil {
-			w.cfg.Observe(ev)
+		for k, data := range elems {
+			ev, err := messages.DecodeStatusEvent(m.Subject(), data)
+			if err != nil {
+				if len(elems) == 1 && !messages.IsStatusBatch(m.Data()) {
+					errs[i] = w.malformed(m, err)
+				} else {
+					w.malformedInBatch(m, k, messages.Peek(m.Subject(), data).DataType, err)
+				}
+				continue
+			}
+			if w.cfg.Observe != nil {
+				w.cfg.Observe(ev)
+			}
+			entries = append(entries, toEntry(ev, messages.StatusVersion(m.StreamSequence(), k)))
+			idx = append(idx, i)
+			at = append(at, k)
 		}
-		entries = append(entries, toEntry(ev, m.StreamSequence()))
-		idx = append(idx, i)
 	}
 	if len(entries) == 0 {
 		return errs
@@ -56,7 +69,7 @@ func (w *StatusWorker) handleBatch(ctx context.Context, batch []*stage.Msg) []er
 	default:
 		// A permanent error in a batch: write the events one by one, so
 		// that one bad event does not hold up the others.
-		w.isolate(ctx, batch, idx, entries, errs)
+		w.isolate(ctx, batch, idx, at, entries, errs)
 	}
 	return errs
 }
@@ -118,8 +131,10 @@ func (w *StatusWorker) giveBack(idx []int, errs []error, err error) {
 
 // isolate writes entries one at a time after a permanent batch error: an
 // entry the ledger refuses as invalid is treated as a malformed event; any
-// other failure gives the event back for redelivery.
-func (w *StatusWorker) isolate(ctx context.Context, batch []*stage.Msg, idx []int, entries []jobresults.Entry, errs []error) {
+// other failure gives the event's message back for redelivery (its other
+// events are written again then, which changes nothing).
+func (w *StatusWorker) isolate(ctx context.Context, batch []*stage.Msg, idx, at []int, entries []jobresults.Entry, errs []error) {
+	retried := make(map[int]bool)
 	for k, e := range entries {
 		i := idx[k]
 		n, err := w.write(ctx, []jobresults.Entry{e})
@@ -128,11 +143,18 @@ func (w *StatusWorker) isolate(ctx context.Context, batch []*stage.Msg, idx []in
 			w.applied(batch, []int{i}, []jobresults.Entry{e}, n)
 		case errors.Is(err, jobresults.ErrInvalidInput):
 			m := batch[i]
-			errs[i] = w.malformed(m, &messages.DecodeError{
+			de := &messages.DecodeError{
 				Subject: m.Subject(), Kind: messages.KindStatus, Run: e.Run, Doc: e.DocID,
 				Reason: "the ledger refused the event: " + redact.String(err.Error()),
-			})
+			}
+			switch {
+			case messages.IsStatusBatch(m.Data()):
+				w.malformedInBatch(m, at[k], oxytype.DataType(e.DataType), de)
+			case !retried[i]:
+				errs[i] = w.malformed(m, de)
+			}
 		default:
+			retried[i] = true
 			errs[i] = stage.RetryAfter(0, "ledger write failed: "+redact.String(err.Error()))
 			w.log.Error("ledger refused an event; it will be redelivered", zap.Uint64("seq", batch[i].StreamSequence()),
 				zap.String("run", e.Run), zap.String("doc", e.DocID), zap.String("error", redact.String(err.Error())))
@@ -154,10 +176,53 @@ func (w *StatusWorker) malformed(m *stage.Msg, err error) error {
 	return err
 }
 
+// malformedInBatch logs and counts the k-th event of a batch message that
+// cannot be applied, and records a hard failure about it, at data type
+// "status", under its doc (or an unknown-doc id of its own). The message
+// itself is acked with the batch's other events: terminating it would lose
+// them. No failure is recorded about an event that is itself about
+// "status", so the worker cannot loop on its own failures.
+func (w *StatusWorker) malformedInBatch(m *stage.Msg, k int, about oxytype.DataType, err error) {
+	w.met.events.WithLabelValues("malformed").Inc()
+	reason := redact.String(err.Error())
+	w.log.Error("malformed event in a status batch; it is recorded as a hard failure",
+		zap.String("subject", m.Subject()), zap.Uint64("seq", m.StreamSequence()), zap.Int("index", k),
+		zap.String("reason", reason))
+	var de *messages.DecodeError
+	errors.As(err, &de)
+	if about == oxytype.DataStatus {
+		return
+	}
+	ev := &messages.StatusEvent{
+		DataType: oxytype.DataStatus, Outcome: oxytype.HardFailure,
+		Origin: m.Origin(), Consumer: w.actor, RetryCount: m.NumDelivered(), Reason: reason,
+		Facts: oxytype.Facts{State: messages.FailureState("")},
+	}
+	if ev.Origin == (oxytype.Party{}) {
+		ev.Origin = oxytype.Party{Type: "unknown"}
+	}
+	if de != nil {
+		ev.Run, ev.Doc = de.Run, de.Doc
+	}
+	if ev.Run == "" {
+		ev.Run = m.Key().Run
+	}
+	if ev.Doc == "" {
+		ev.Doc = messages.UnknownBatchDocID(m.Stream(), m.StreamSequence(), k)
+	}
+	if ev.Run == "" {
+		ev.Run = messages.UnknownRun
+	}
+	if err := m.Record(ev); err != nil {
+		w.log.Error("could not record the failure of a malformed event", zap.Error(err))
+	}
+}
+
 // toEntry turns a status event into a versioned ledger entry: its version
-// is the event's stream sequence, so a duplicate or an older event never
-// overwrites a newer outcome (successes excepted: see below).
-func toEntry(ev *messages.StatusEvent, seq uint64) jobresults.Entry {
+// is the event's place in the stream (messages.StatusVersion), so a
+// duplicate or an older event never overwrites a newer outcome (successes
+// excepted: see below).
+func toEntry(ev *messages.StatusEvent, version uint64) jobresults.Entry {
 	e := jobresults.Entry{
 		Key:        jobresults.Key{Run: ev.Run, DataType: string(ev.DataType), DocID: ev.Doc},
 		Outcome:    ev.Outcome,
@@ -165,7 +230,7 @@ func toEntry(ev *messages.StatusEvent, seq uint64) jobresults.Entry {
 		Consumer:   ev.Consumer,
 		RetryCount: max(ev.RetryCount, 0),
 		Reason:     ev.Reason,
-		Version:    seq,
+		Version:    version,
 		Time:       ev.Time,
 		Facts:      ev.Facts,
 	}

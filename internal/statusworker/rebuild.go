@@ -39,7 +39,7 @@ func (w *StatusWorker) rebuild(ctx context.Context) error {
 		w.log.Info("ledger rebuild: the status stream is empty")
 		return nil
 	}
-	w.rebuildMsg.Store(fmt.Sprintf("replaying up to %d status events", info.State.Msgs))
+	w.rebuildMsg.Store(fmt.Sprintf("replaying up to %d status messages", info.State.Msgs))
 	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{messages.AllStatus},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
@@ -96,16 +96,20 @@ func (w *StatusWorker) rebuild(ctx context.Context) error {
 		}
 		seq := meta.Sequence.Stream
 		seen++
-		if ev, err := messages.DecodeStatusEvent(m.Subject(), m.Data()); err == nil {
-			batch = append(batch, toEntry(ev, seq))
-		} else {
-			skipped++
+		k := 0
+		for ev, err := range messages.StatusEvents(m.Subject(), m.Data()) {
+			if err == nil {
+				batch = append(batch, toEntry(ev, messages.StatusVersion(seq, k)))
+			} else {
+				skipped++
+			}
+			k++
 		}
 		if len(batch) >= w.cfg.RebuildBatch {
 			if err := flush(); err != nil {
 				return err
 			}
-			w.rebuildMsg.Store(fmt.Sprintf("replayed %d of up to %d status events", seen, info.State.Msgs))
+			w.rebuildMsg.Store(fmt.Sprintf("replayed %d of up to %d status messages", seen, info.State.Msgs))
 		}
 		if seq >= last {
 			break
@@ -114,7 +118,7 @@ func (w *StatusWorker) rebuild(ctx context.Context) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	w.log.Info("ledger rebuilt from the status stream", zap.Int("events", seen), zap.Int("applied", app),
+	w.log.Info("ledger rebuilt from the status stream", zap.Int("messages", seen), zap.Int("applied", app),
 		zap.Int("malformed_skipped", skipped), zap.Uint64("last_seq", last), zap.Duration("took", time.Since(start)))
 	return nil
 }

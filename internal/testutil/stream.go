@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/oxypipe/oxypipe/pkg/messages"
 )
 
 // StreamMsgs returns the messages the stream name still stores, in order.
@@ -46,6 +48,23 @@ func StreamDecoded[T any](t testing.TB, js jetstream.JetStream, name string, dec
 			t.Fatalf("stream %s, message %d does not decode: %v", name, m.Sequence, err)
 		}
 		out = append(out, *v)
+	}
+	return out
+}
+
+// StatusEvents returns the status events the stream name still stores, in
+// order, the events of a batch message (messages.JoinStatusEvents) one by
+// one. An event that does not decode fails the test.
+func StatusEvents(t testing.TB, js jetstream.JetStream, name string) []messages.StatusEvent {
+	t.Helper()
+	var out []messages.StatusEvent
+	for _, m := range StreamMsgs(t, js, name) {
+		for ev, err := range messages.StatusEvents(m.Subject, m.Data) {
+			if err != nil {
+				t.Fatalf("stream %s, message %d does not decode: %v", name, m.Sequence, err)
+			}
+			out = append(out, *ev)
+		}
 	}
 	return out
 }

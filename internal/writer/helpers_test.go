@@ -201,7 +201,7 @@ func (f *fixture) events(run, doc string) []messages.StatusEvent {
 
 func (f *fixture) allEvents() []messages.StatusEvent {
 	f.t.Helper()
-	return testutil.StreamDecoded(f.t, f.js, topology.StreamStatus, messages.DecodeStatusEvent)
+	return testutil.StatusEvents(f.t, f.js, topology.StreamStatus)
 }
 
 // final waits until the doc's last event is a success or a hard failure and

@@ -29,7 +29,7 @@
 //	Payload       oxy.payload.<run>        the feeder, one per doc          → submitter
 //	Submitted     oxy.submitted.<run>      the submitter, with the job id   → poller
 //	Done          oxy.done.<run>           the poller, when the job is done → writer
-//	StatusEvent   oxy.status.<run>         every stage, per doc and outcome → statusworker
+//	StatusEvent   oxy.status.<run>         every stage, per doc and outcome, alone or batched → statusworker
 //	RunCompleted  oxy.run.<run>.completed  the statusworker, once per run
 //	FeedControl   oxy.feedctl.<feed>       a producer: open, pause, resume, close a standing feed
 //	FeedPayload   oxy.feed.<feed>          any producer, at any time        → statusworker

@@ -1,0 +1,140 @@
+package stage
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/oxypipe/oxypipe/pkg/messages"
+)
+
+// recorder gathers the status events a worker's handlers record and
+// publishes them as batch messages (messages.JoinStatusEvents): one per run
+// for the events recorded within Config.RecordLinger, or sooner when a batch
+// reaches messages.MaxStatusBatch events or recordBatchBytes. The broker
+// then stores, delivers and acks one status message where it would have
+// handled one per event, which is most of its work per doc.
+//
+// The rule that keeps this safe is the same as for any output: a message is
+// settled only after the batch holding its events is stored (Msg.flush
+// waits for it), and a batch that is not stored fails every message whose
+// events it held, which are then redelivered.
+type recorder struct {
+	w      *Worker
+	linger time.Duration
+
+	mu   sync.Mutex
+	open map[string]*recordBatch // by run
+}
+
+// recordBatchBytes caps a batch's body well under the broker's default
+// 1 MiB message limit; an event larger than this alone goes as a message of
+// its own.
+const recordBatchBytes = 256 << 10
+
+// recordBatch is one batch message, open while it gathers events.
+type recordBatch struct {
+	run    string
+	events [][]byte
+	size   int
+	timer  *time.Timer
+	sent   bool
+	stored chan struct{} // closed once the broker answered (or never will)
+	err    error         // set before stored is closed
+}
+
+func newRecorder(w *Worker) *recorder {
+	return &recorder{w: w, linger: w.cfg.RecordLinger, open: map[string]*recordBatch{}}
+}
+
+// add queues one encoded event of run and returns the batch it went into.
+func (r *recorder) add(run string, data []byte) *recordBatch {
+	r.mu.Lock()
+	b := r.open[run]
+	if b != nil && b.size+len(data) > recordBatchBytes {
+		r.closeLocked(b)
+		go r.send(b)
+		b = nil
+	}
+	if b == nil {
+		b = &recordBatch{run: run, stored: make(chan struct{})}
+		r.open[run] = b
+		b.timer = time.AfterFunc(r.linger, func() { r.expire(b) })
+	}
+	b.events = append(b.events, data)
+	b.size += len(data) + 1
+	full := len(b.events) == messages.MaxStatusBatch
+	if full {
+		r.closeLocked(b)
+	}
+	r.mu.Unlock()
+	if full {
+		r.send(b)
+	}
+	return b
+}
+
+// closeLocked takes b out of the open batches; it gathers no more events.
+func (r *recorder) closeLocked(b *recordBatch) {
+	b.sent = true
+	b.timer.Stop()
+	if r.open[b.run] == b {
+		delete(r.open, b.run)
+	}
+}
+
+// expire sends b when its linger ends, unless it went out full before.
+func (r *recorder) expire(b *recordBatch) {
+	r.mu.Lock()
+	if b.sent {
+		r.mu.Unlock()
+		return
+	}
+	r.closeLocked(b)
+	r.mu.Unlock()
+	r.send(b)
+}
+
+// send publishes a closed batch and records the broker's answer in it.
+func (r *recorder) send(b *recordBatch) {
+	nm := nats.NewMsg(messages.StatusSubject(b.run))
+	if len(b.events) == 1 {
+		nm.Data = b.events[0] // a batch of one is a plain event
+	} else {
+		nm.Data = messages.JoinStatusEvents(b.events)
+	}
+	nm.Header.Set(messages.HeaderOrigin, r.w.actor.String())
+	f, err := r.w.js.PublishMsgAsync(nm)
+	if err != nil {
+		b.err = fmt.Errorf("stage: publish %d status events to %s: %w", len(b.events), nm.Subject, err)
+		close(b.stored)
+		return
+	}
+	go func() {
+		timeout := time.NewTimer(r.w.cfg.PublishTimeout)
+		defer timeout.Stop()
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			b.err = fmt.Errorf("stage: publish %d status events to %s: %w", len(b.events), nm.Subject, err)
+		case <-timeout.C:
+			b.err = fmt.Errorf("stage: publish %d status events to %s: not stored within %v", len(b.events), nm.Subject, r.w.cfg.PublishTimeout)
+		}
+		close(b.stored)
+	}()
+}
+
+// wait waits until b is stored or failed, or until timeout fires.
+func (b *recordBatch) wait(timeout <-chan time.Time, limit time.Duration) error {
+	select {
+	case <-b.stored:
+		return b.err
+	case <-timeout:
+		return fmt.Errorf("stage: publish status events to %s: not stored within %v", messages.StatusSubject(b.run), limit)
+	}
+}
+
+var errNoRun = errors.New("stage: Record: the event has no run or doc and the message names none")
