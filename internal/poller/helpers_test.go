@@ -148,7 +148,7 @@ func urlPayload(path string) string {
 // events returns the status events stored so far, in stream order.
 func (f *fixture) events() []messages.StatusEvent {
 	f.t.Helper()
-	return testutil.StatusEvents(f.t, f.js, topology.StreamStatus)
+	return testutil.StreamDecodedEach(f.t, f.js, topology.StreamStatus, messages.StatusEvents)
 }
 
 // dones returns the Done messages stored so far.

@@ -128,7 +128,7 @@ func (e *env) events() []messages.StatusEvent {
 
 func (e *env) streamEvents(name string) []messages.StatusEvent {
 	e.t.Helper()
-	return testutil.StatusEvents(e.t, e.js, name)
+	return testutil.StreamDecodedEach(e.t, e.js, name, messages.StatusEvents)
 }
 
 // streamMsgs returns the messages still stored in a stream.

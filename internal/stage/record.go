@@ -16,7 +16,7 @@ import (
 // for the events recorded within Config.RecordLinger, or sooner when a batch
 // reaches messages.MaxStatusBatch events or recordBatchBytes. The broker
 // then stores, delivers and acks one status message where it would have
-// handled one per event, which is most of its work per doc.
+// handled one per event (three of a doc's nine messages in a run).
 //
 // The rule that keeps this safe is the same as for any output: a message is
 // settled only after the batch holding its events is stored (Msg.flush
@@ -41,7 +41,7 @@ type recordBatch struct {
 	events [][]byte
 	size   int
 	timer  *time.Timer
-	sent   bool
+	sent   bool          // events, size and sent are guarded by recorder.mu
 	stored chan struct{} // closed once the broker answered (or never will)
 	err    error         // set before stored is closed
 }
@@ -51,12 +51,14 @@ func newRecorder(w *Worker) *recorder {
 }
 
 // add queues one encoded event of run and returns the batch it went into.
+// Batches are sent under r.mu, in the order their events were added, so
+// the stream holds a run's events in the order they were recorded.
 func (r *recorder) add(run string, data []byte) *recordBatch {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	b := r.open[run]
 	if b != nil && b.size+len(data) > recordBatchBytes {
-		r.closeLocked(b)
-		go r.send(b)
+		r.sendLocked(b)
 		b = nil
 	}
 	if b == nil {
@@ -66,40 +68,30 @@ func (r *recorder) add(run string, data []byte) *recordBatch {
 	}
 	b.events = append(b.events, data)
 	b.size += len(data) + 1
-	full := len(b.events) == messages.MaxStatusBatch
-	if full {
-		r.closeLocked(b)
-	}
-	r.mu.Unlock()
-	if full {
-		r.send(b)
+	if len(b.events) == messages.MaxStatusBatch {
+		r.sendLocked(b)
 	}
 	return b
 }
 
-// closeLocked takes b out of the open batches; it gathers no more events.
-func (r *recorder) closeLocked(b *recordBatch) {
+// expire sends b when its linger ends, unless it went out before.
+func (r *recorder) expire(b *recordBatch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !b.sent {
+		r.sendLocked(b)
+	}
+}
+
+// sendLocked takes b out of the open batches (it gathers no more events),
+// publishes it, and records the broker's answer in it. The caller holds
+// r.mu.
+func (r *recorder) sendLocked(b *recordBatch) {
 	b.sent = true
 	b.timer.Stop()
 	if r.open[b.run] == b {
 		delete(r.open, b.run)
 	}
-}
-
-// expire sends b when its linger ends, unless it went out full before.
-func (r *recorder) expire(b *recordBatch) {
-	r.mu.Lock()
-	if b.sent {
-		r.mu.Unlock()
-		return
-	}
-	r.closeLocked(b)
-	r.mu.Unlock()
-	r.send(b)
-}
-
-// send publishes a closed batch and records the broker's answer in it.
-func (r *recorder) send(b *recordBatch) {
 	nm := nats.NewMsg(messages.StatusSubject(b.run))
 	if len(b.events) == 1 {
 		nm.Data = b.events[0] // a batch of one is a plain event
@@ -107,9 +99,10 @@ func (r *recorder) send(b *recordBatch) {
 		nm.Data = messages.JoinStatusEvents(b.events)
 	}
 	nm.Header.Set(messages.HeaderOrigin, r.w.actor.String())
+	n := len(b.events)
 	f, err := r.w.js.PublishMsgAsync(nm)
 	if err != nil {
-		b.err = fmt.Errorf("stage: publish %d status events to %s: %w", len(b.events), nm.Subject, err)
+		b.err = fmt.Errorf("stage: publish %d status events to %s: %w", n, nm.Subject, err)
 		close(b.stored)
 		return
 	}
@@ -119,9 +112,9 @@ func (r *recorder) send(b *recordBatch) {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
-			b.err = fmt.Errorf("stage: publish %d status events to %s: %w", len(b.events), nm.Subject, err)
+			b.err = fmt.Errorf("stage: publish %d status events to %s: %w", n, nm.Subject, err)
 		case <-timeout.C:
-			b.err = fmt.Errorf("stage: publish %d status events to %s: not stored within %v", len(b.events), nm.Subject, r.w.cfg.PublishTimeout)
+			b.err = fmt.Errorf("stage: publish %d status events to %s: not stored within %v", n, nm.Subject, r.w.cfg.PublishTimeout)
 		}
 		close(b.stored)
 	}()

@@ -237,7 +237,7 @@ func (e *env) claim(doc int) *messages.Claim {
 // events returns the status events stored so far, in stream order.
 func (e *env) events() []messages.StatusEvent {
 	e.t.Helper()
-	return testutil.StatusEvents(e.t, e.js, topology.StreamStatus)
+	return testutil.StreamDecodedEach(e.t, e.js, topology.StreamStatus, messages.StatusEvents)
 }
 
 // eventsOf returns the events of one doc with the given outcome.

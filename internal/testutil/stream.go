@@ -2,11 +2,10 @@ package testutil
 
 import (
 	"errors"
+	"iter"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/oxypipe/oxypipe/pkg/messages"
 )
 
 // StreamMsgs returns the messages the stream name still stores, in order.
@@ -52,18 +51,19 @@ func StreamDecoded[T any](t testing.TB, js jetstream.JetStream, name string, dec
 	return out
 }
 
-// StatusEvents returns the status events the stream name still stores, in
-// order, the events of a batch message (messages.JoinStatusEvents) one by
-// one. An event that does not decode fails the test.
-func StatusEvents(t testing.TB, js jetstream.JetStream, name string) []messages.StatusEvent {
+// StreamDecodedEach is StreamDecoded for messages that may hold several
+// values (a batch of status events): decode yields each of a message's
+// values in order (messages.StatusEvents). A value that does not decode
+// fails the test.
+func StreamDecodedEach[T any](t testing.TB, js jetstream.JetStream, name string, decode func(subject string, data []byte) iter.Seq2[*T, error]) []T {
 	t.Helper()
-	var out []messages.StatusEvent
+	var out []T
 	for _, m := range StreamMsgs(t, js, name) {
-		for ev, err := range messages.StatusEvents(m.Subject, m.Data) {
+		for v, err := range decode(m.Subject, m.Data) {
 			if err != nil {
 				t.Fatalf("stream %s, message %d does not decode: %v", name, m.Sequence, err)
 			}
-			out = append(out, *ev)
+			out = append(out, *v)
 		}
 	}
 	return out

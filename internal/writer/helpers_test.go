@@ -201,7 +201,7 @@ func (f *fixture) events(run, doc string) []messages.StatusEvent {
 
 func (f *fixture) allEvents() []messages.StatusEvent {
 	f.t.Helper()
-	return testutil.StatusEvents(f.t, f.js, topology.StreamStatus)
+	return testutil.StreamDecodedEach(f.t, f.js, topology.StreamStatus, messages.StatusEvents)
 }
 
 // final waits until the doc's last event is a success or a hard failure and
