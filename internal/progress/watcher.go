@@ -250,11 +250,21 @@ func (w *Watcher) read(ctx context.Context, it jetstream.MessagesContext, out ch
 		if meta, err := msg.Metadata(); err == nil {
 			seq = meta.Sequence.Stream
 		}
-		// One event per event of a batch message, each with its sequence; a
-		// malformed one still counts as seen.
-		for ev, _ := range messages.StatusEvents(msg.Subject(), msg.Data()) {
+		// One event per event of a batch message. Only the message's last
+		// event carries its sequence: the watch may end once it has applied
+		// the run's last sequence, which must not happen midway through a
+		// batch. A malformed event still counts as read.
+		var evs []*messages.StatusEvent
+		for ev := range messages.StatusEvents(msg.Subject(), msg.Data()) {
+			evs = append(evs, ev)
+		}
+		for i, ev := range evs {
+			e := event{ev: ev}
+			if i == len(evs)-1 {
+				e.seq = seq
+			}
 			select {
-			case out <- event{seq: seq, ev: ev}:
+			case out <- e:
 			case <-ctx.Done():
 				return
 			}
