@@ -129,7 +129,8 @@ func (m *Msg) Publish(e messages.Envelope) error {
 // Record publishes a status event about this message's doc, in a batch
 // with the other events the worker records within Config.RecordLinger (see
 // recorder); like Publish, it returns at once and the message is settled
-// only once the batch is stored. Unset fields are filled in: Run, and Doc with Attempt, from the message (Key; set them
+// only once the batch is stored. Unset fields are filled in: Run, and Doc
+// with Attempt, from the message (Key; set them
 // yourself when you decoded the message, it saves a parse), Origin as this
 // stage, Time as now. The event's Outcome and DataType must be set.
 func (m *Msg) Record(ev *messages.StatusEvent) error {

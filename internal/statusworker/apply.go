@@ -42,7 +42,7 @@ func (w *StatusWorker) handleBatch(ctx context.Context, batch []*stage.Msg) []er
 		for k, data := range elems {
 			ev, err := messages.DecodeStatusEvent(m.Subject(), data)
 			if err != nil {
-				if len(elems) == 1 && !messages.IsStatusBatch(m.Data()) {
+				if !messages.IsStatusBatch(m.Data()) { // a single event: the whole message
 					errs[i] = w.malformed(m, err)
 				} else {
 					w.malformedInBatch(m, k, messages.Peek(m.Subject(), data).DataType, err)
