@@ -255,7 +255,10 @@ func (w *Watcher) read(ctx context.Context, it jetstream.MessagesContext, out ch
 		// the run's last sequence, which must not happen midway through a
 		// batch. A malformed event still counts as read.
 		var evs []*messages.StatusEvent
-		for ev := range messages.StatusEvents(msg.Subject(), msg.Data()) {
+		for ev, err := range messages.StatusEvents(msg.Subject(), msg.Data()) {
+			if err != nil {
+				ev = nil // read, not applied: the statusworker records why
+			}
 			evs = append(evs, ev)
 		}
 		for i, ev := range evs {

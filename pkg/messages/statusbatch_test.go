@@ -107,7 +107,7 @@ func TestStatusVersionsFollowStreamThenBatchOrder(t *testing.T) {
 	t.Parallel()
 	last := messages.StatusVersion(41, messages.MaxStatusBatch-1)
 	next := messages.StatusVersion(42, 0)
-	if !(messages.StatusVersion(41, 0) < messages.StatusVersion(41, 1) && last < next && next < messages.StatusVersion(42, 1)) {
+	if messages.StatusVersion(41, 0) >= messages.StatusVersion(41, 1) || last >= next || next >= messages.StatusVersion(42, 1) {
 		t.Fatalf("versions out of order: 41/0 %d, 41/1 %d, 41/last %d, 42/0 %d", messages.StatusVersion(41, 0), messages.StatusVersion(41, 1), last, next)
 	}
 	if messages.StatusVersion(1, 0) <= 1 {
