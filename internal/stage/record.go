@@ -6,17 +6,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/oxypipe/oxypipe/pkg/messages"
 )
 
 // recorder gathers the status events a worker's handlers record and
-// publishes them as batch messages (messages.JoinStatusEvents): one per run
-// for the events recorded within Config.RecordLinger, or sooner when a batch
-// reaches messages.MaxStatusBatch events or recordBatchBytes. The broker
-// then stores, delivers and acks one status message where it would have
-// handled one per event (three of a doc's nine messages in a run).
+// publishes them as batch messages (messages.NewStatusBatchMsg): one per
+// run for the events recorded within Config.RecordLinger, or sooner when a
+// batch reaches messages.MaxStatusBatch events or
+// messages.MaxStatusBatchBytes. The broker then stores, delivers and acks
+// one status message where it would have handled one per event (three of a
+// doc's nine messages in a run).
 //
 // The rule that keeps this safe is the same as for any output: a message is
 // settled only after the batch holding its events is stored (Msg.flush
@@ -29,11 +28,6 @@ type recorder struct {
 	mu   sync.Mutex
 	open map[string]*recordBatch // by run
 }
-
-// recordBatchBytes caps a batch's body well under the broker's default
-// 1 MiB message limit; an event larger than this alone goes as a message of
-// its own.
-const recordBatchBytes = 256 << 10
 
 // recordBatch is one batch message, open while it gathers events.
 type recordBatch struct {
@@ -57,7 +51,7 @@ func (r *recorder) add(run string, data []byte) *recordBatch {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b := r.open[run]
-	if b != nil && b.size+len(data) > recordBatchBytes {
+	if b != nil && b.size+len(data) > messages.MaxStatusBatchBytes {
 		r.sendLocked(b)
 		b = nil
 	}
@@ -92,13 +86,7 @@ func (r *recorder) sendLocked(b *recordBatch) {
 	if r.open[b.run] == b {
 		delete(r.open, b.run)
 	}
-	nm := nats.NewMsg(messages.StatusSubject(b.run))
-	if len(b.events) == 1 {
-		nm.Data = b.events[0] // a batch of one is a plain event
-	} else {
-		nm.Data = messages.JoinStatusEvents(b.events)
-	}
-	nm.Header.Set(messages.HeaderOrigin, r.w.actor.String())
+	nm := messages.NewStatusBatchMsg(b.run, b.events, r.w.actor)
 	n := len(b.events)
 	f, err := r.w.js.PublishMsgAsync(nm)
 	if err != nil {

@@ -179,13 +179,24 @@ func (w *Worker) backoff(n int) time.Duration {
 
 // failureEvent builds the status event of a failed message.
 func (w *Worker) failureEvent(m *Msg, outcome oxytype.Outcome, reason string, info *oxytype.ErrorInfo, state oxytype.State, apiJobID string) *messages.StatusEvent {
-	k := m.Key()
+	return w.partFailureEvent(m, m.Key(), -1, outcome, reason, info, state, apiJobID)
+}
+
+// partFailureEvent builds the status event of a failed message, or of its
+// part-th part (from 0; -1 for the whole message), whose key is k. A key
+// that names no run or doc is recorded under messages.UnknownRun and the
+// message's (or part's) messages.UnknownDocID, so the failure is never lost.
+func (w *Worker) partFailureEvent(m *Msg, k messages.Key, part int, outcome oxytype.Outcome, reason string, info *oxytype.ErrorInfo, state oxytype.State, apiJobID string) *messages.StatusEvent {
 	run := k.Run
 	if run == "" {
 		run = messages.UnknownRun
 	}
 	doc := k.Doc
-	if doc == "" {
+	switch {
+	case doc != "":
+	case part >= 0:
+		doc = messages.UnknownBatchDocID(m.Stream(), m.StreamSequence(), part)
+	default:
 		doc = messages.UnknownDocID(m.Stream(), m.StreamSequence())
 	}
 	if apiJobID == "" {
@@ -209,6 +220,32 @@ func (w *Worker) failureEvent(m *Msg, outcome oxytype.Outcome, reason string, in
 		}
 	}
 	return ev
+}
+
+// RecordMalformedPart records the hard failure of the i-th part (from 0) of
+// m, one event of a status batch message, that does not decode (err), as the
+// stage records a whole message that does not decode: under the run and doc
+// err names when it is a *messages.DecodeError that names them, else under
+// m's run and the part's messages.UnknownBatchDocID. about is the data type
+// the part's event was about: a stage that consumes the status stream
+// records nothing for a part about a status event, which could loop (it
+// returns nil, as for a whole message the failure is logged only).
+func (m *Msg) RecordMalformedPart(i int, about oxytype.DataType, err error) error {
+	w := m.w
+	if w.ownStream() && about == oxytype.DataStatus {
+		return nil
+	}
+	k := messages.Key{Run: m.Key().Run}
+	var de *messages.DecodeError
+	if errors.As(err, &de) {
+		if de.Run != "" {
+			k.Run = de.Run
+		}
+		k.Doc = de.Doc
+	}
+	ev := w.partFailureEvent(m, k, i, oxytype.HardFailure, err.Error(), nil, "", "")
+	w.fit(ev)
+	return m.Record(ev)
 }
 
 // ownStream reports whether this stage consumes the status stream that its

@@ -178,42 +178,18 @@ func (w *StatusWorker) malformed(m *stage.Msg, err error) error {
 
 // malformedInBatch logs and counts the k-th event of a batch message that
 // cannot be applied, and records a hard failure about it, at data type
-// "status", under its doc (or an unknown-doc id of its own). The message
-// itself is acked with the batch's other events: terminating it would lose
-// them. No failure is recorded about an event that is itself about
-// "status", so the worker cannot loop on its own failures.
+// "status", under its doc (or an unknown-doc id of its own; see
+// stage.Msg.RecordMalformedPart). The message itself is acked with the
+// batch's other events: terminating it would lose them. No failure is
+// recorded about an event that is itself about "status", so the worker
+// cannot loop on its own failures.
 func (w *StatusWorker) malformedInBatch(m *stage.Msg, k int, about oxytype.DataType, err error) {
 	w.met.events.WithLabelValues("malformed").Inc()
 	reason := redact.String(err.Error())
 	w.log.Error("malformed event in a status batch; it is recorded as a hard failure",
 		zap.String("subject", m.Subject()), zap.Uint64("seq", m.StreamSequence()), zap.Int("index", k),
 		zap.String("reason", reason))
-	var de *messages.DecodeError
-	errors.As(err, &de)
-	if about == oxytype.DataStatus {
-		return
-	}
-	ev := &messages.StatusEvent{
-		DataType: oxytype.DataStatus, Outcome: oxytype.HardFailure,
-		Origin: m.Origin(), Consumer: w.actor, RetryCount: m.NumDelivered(), Reason: reason,
-		Facts: oxytype.Facts{State: messages.FailureState("")},
-	}
-	if ev.Origin == (oxytype.Party{}) {
-		ev.Origin = oxytype.Party{Type: "unknown"}
-	}
-	if de != nil {
-		ev.Run, ev.Doc = de.Run, de.Doc
-	}
-	if ev.Run == "" {
-		ev.Run = m.Key().Run
-	}
-	if ev.Doc == "" {
-		ev.Doc = messages.UnknownBatchDocID(m.Stream(), m.StreamSequence(), k)
-	}
-	if ev.Run == "" {
-		ev.Run = messages.UnknownRun
-	}
-	if err := m.Record(ev); err != nil {
+	if err := m.RecordMalformedPart(k, about, err); err != nil {
 		w.log.Error("could not record the failure of a malformed event", zap.Error(err))
 	}
 }

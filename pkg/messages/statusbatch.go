@@ -5,7 +5,10 @@ import (
 	"iter"
 	"strconv"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/oxypipe/oxypipe/internal/jsonscan"
+	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
 // MaxStatusBatch is the most events one status message may hold. A batch's
@@ -14,6 +17,11 @@ import (
 const MaxStatusBatch = 1 << statusIndexBits
 
 const statusIndexBits = 10
+
+// MaxStatusBatchBytes is the most bytes of events a publisher puts in one
+// status batch message, well under the broker's default 1 MiB message limit.
+// An event larger than this alone goes as a message of its own.
+const MaxStatusBatchBytes = 256 << 10
 
 // StatusVersion is the ledger version of the i-th event (from 0) of the
 // status message stored at stream sequence seq: seq × [MaxStatusBatch] + i.
@@ -44,6 +52,25 @@ func JoinStatusEvents(events [][]byte) []byte {
 		b = append(b, e...)
 	}
 	return append(b, ']')
+}
+
+// NewStatusBatchMsg builds the status message of run holding events (each
+// the output of [StatusEvent.MarshalJSON], in the order they happened; at
+// most [MaxStatusBatch]): one event is sent as itself, more as
+// [JoinStatusEvents] of them. The origin header names the publisher, as
+// [NewMsg] sets it. Status messages carry no message id: an event stored
+// twice is applied once.
+func NewStatusBatchMsg(run string, events [][]byte, origin oxytype.Party) *nats.Msg {
+	m := nats.NewMsg(StatusSubject(run))
+	if len(events) == 1 {
+		m.Data = events[0]
+	} else {
+		m.Data = JoinStatusEvents(events)
+	}
+	if origin.Type != "" {
+		m.Header.Set(HeaderOrigin, origin.String())
+	}
+	return m
 }
 
 // IsStatusBatch reports whether a status-stream message is a batch (its
