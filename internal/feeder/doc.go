@@ -46,7 +46,10 @@
 // the ledger learns each doc's payload for the run log. Publishes are
 // asynchronous with a bounded window (Config.Window). A doc's status event
 // is published only after its payload message was stored, so "the ledger
-// knows the doc was fed" always implies "the doc is in the pipeline".
+// knows the doc was fed" always implies "the doc is in the pipeline". The
+// events go out in status batch messages of up to 256 events, in input
+// order, the last one when the feed ends: a status message per doc would
+// cost the broker as much as the payload itself.
 //
 // # Stopping
 //

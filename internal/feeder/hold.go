@@ -24,7 +24,7 @@ func (f *Feeder) HoldBack(ctx context.Context, run string, src Source, hold func
 	if err := messages.ValidateRunID(run); err != nil {
 		return FeedResult{}, fmt.Errorf("feeder: %w", err)
 	}
-	pub := f.newPublisher()
+	pub := f.newPublisher(run)
 	var res FeedResult
 	doc := 0
 	for p, err := range src.All() {
@@ -47,11 +47,11 @@ func (f *Feeder) HoldBack(ctx context.Context, run string, src Source, hold func
 			Facts: oxytype.Facts{Error: &oxytype.ErrorInfo{Message: reason}, State: oxytype.Unsubmitted, Payload: p.Redacted()},
 		}
 		for _, ev := range []*messages.StatusEvent{fed, held} {
-			m, err := messages.NewMsg(ev, f.origin)
+			data, err := ev.MarshalJSON()
 			if err != nil {
 				return res, fmt.Errorf("feeder: doc %d: %w", i, err)
 			}
-			if err := pub.event(ctx, m); err != nil {
+			if err := pub.event(ctx, data); err != nil {
 				return res, err
 			}
 			res.Events++

@@ -15,37 +15,52 @@ import (
 )
 
 // inflight is a publish waiting for the broker's acknowledgement, and the
-// message to publish once it is stored (a payload's status event).
+// encoded status event to publish once it is stored (a payload's fed event).
 type inflight struct {
 	msg  *nats.Msg
 	fut  jetstream.PubAckFuture
-	then *nats.Msg
+	then []byte
 }
 
-// publisher publishes asynchronously with a bounded window, in two FIFO
-// queues: payload messages, and the status events that may only follow
-// their payload's acknowledgement.
+// eventBatch is how many status events the feeder puts in one status batch
+// message (messages.NewStatusBatchMsg), at most: the broker then stores one
+// message for that many fed docs instead of one per doc. It is small
+// against the time a doc takes to be submitted, so a doc's fed event still
+// reaches the ledger about when its payload reaches the submitter.
+const eventBatch = 256
+
+// publisher publishes one run's messages asynchronously with a bounded
+// window, in two FIFO queues: payload messages, and status batch messages,
+// whose events may only follow their payload's acknowledgement.
 type publisher struct {
 	js       jetstream.JetStream
+	run      string
+	origin   oxytype.Party
 	window   int
 	retryFor time.Duration
 	log      *zap.Logger
 	payloads []inflight
 	events   []inflight
+	// batch gathers encoded events, size their bytes, until they go out
+	// as one status message.
+	batch [][]byte
+	size  int
 }
 
-func (f *Feeder) newPublisher() *publisher {
+func (f *Feeder) newPublisher(run string) *publisher {
 	return &publisher{
 		js:       f.cfg.Topology.JetStream(),
+		run:      run,
+		origin:   f.origin,
 		window:   f.cfg.Window,
 		retryFor: f.cfg.PublishRetry,
 		log:      f.cfg.Logger,
 	}
 }
 
-// payload publishes a payload message; its status event (then, may be nil)
-// is published once the payload is stored.
-func (p *publisher) payload(ctx context.Context, msg, then *nats.Msg) error {
+// payload publishes a payload message; its encoded status event (then, may
+// be nil) is published once the payload is stored.
+func (p *publisher) payload(ctx context.Context, msg *nats.Msg, then []byte) error {
 	in, err := p.send(ctx, msg)
 	if err != nil {
 		return err
@@ -60,8 +75,27 @@ func (p *publisher) payload(ctx context.Context, msg, then *nats.Msg) error {
 	return nil
 }
 
-// event publishes a status event.
-func (p *publisher) event(ctx context.Context, msg *nats.Msg) error {
+// event publishes an encoded status event of the run (the output of
+// messages.StatusEvent.MarshalJSON): it joins the open batch, which goes out
+// when it is full, or at flush. Events keep the order they were given in.
+func (p *publisher) event(ctx context.Context, data []byte) error {
+	if len(p.batch) > 0 && p.size+len(data) > messages.MaxStatusBatchBytes {
+		if err := p.sendBatch(ctx); err != nil {
+			return err
+		}
+	}
+	p.batch = append(p.batch, data)
+	p.size += len(data) + 1
+	if len(p.batch) >= eventBatch {
+		return p.sendBatch(ctx)
+	}
+	return nil
+}
+
+// sendBatch publishes the open batch as one status message.
+func (p *publisher) sendBatch(ctx context.Context) error {
+	msg := messages.NewStatusBatchMsg(p.run, p.batch, p.origin)
+	p.batch, p.size = nil, 0
 	in, err := p.send(ctx, msg)
 	if err != nil {
 		return err
@@ -75,10 +109,16 @@ func (p *publisher) event(ctx context.Context, msg *nats.Msg) error {
 	return nil
 }
 
-// flush waits until everything published was stored.
+// flush waits until everything published was stored: the payloads first,
+// then the events their acknowledgements released.
 func (p *publisher) flush(ctx context.Context) error {
 	for len(p.payloads) > 0 {
 		if err := p.settlePayload(ctx); err != nil {
+			return err
+		}
+	}
+	if len(p.batch) > 0 {
+		if err := p.sendBatch(ctx); err != nil {
 			return err
 		}
 	}
@@ -126,7 +166,7 @@ func (p *publisher) settleEvent(ctx context.Context) error {
 // await waits for one publish to be stored. A publish the broker refused,
 // or did not acknowledge within retryFor, is sent again synchronously:
 // payload messages carry a message id, so a copy that was stored after all is
-// dropped; a status event stored twice is harmless (see package messages).
+// dropped; status events stored twice are harmless (see package messages).
 func (p *publisher) await(ctx context.Context, in inflight) error {
 	if in.fut == nil {
 		return nil
@@ -191,7 +231,7 @@ func (f *Feeder) feed(ctx context.Context, run string, src Source, pl plan) (Fee
 	if err := messages.ValidateRunID(run); err != nil {
 		return FeedResult{}, fmt.Errorf("feeder: %w", err)
 	}
-	pub := f.newPublisher()
+	pub := f.newPublisher(run)
 	pace := f.newPacer(run)
 	var res FeedResult
 	doc := 0
@@ -210,7 +250,7 @@ func (f *Feeder) feed(ctx context.Context, run string, src Source, pl plan) (Fee
 			res.Skipped++
 			continue
 		}
-		var event *nats.Msg
+		var event []byte
 		if !skipEvent {
 			ev := &messages.StatusEvent{
 				Run:      run,
@@ -221,11 +261,11 @@ func (f *Feeder) feed(ctx context.Context, run string, src Source, pl plan) (Fee
 				Facts:    oxytype.Facts{Payload: p.Redacted()},
 				Time:     f.cfg.Now().UTC(),
 			}
-			m, err := messages.NewMsg(ev, f.origin)
+			data, err := ev.MarshalJSON()
 			if err != nil {
 				return res, fmt.Errorf("feeder: doc %d: %w", i, err)
 			}
-			event = m
+			event = data
 			res.Events++
 		}
 		if skipPayload {
