@@ -30,16 +30,22 @@ import (
 //     and loses none.
 func (w *StatusWorker) handleBatch(ctx context.Context, batch []*stage.Msg) []error {
 	errs := make([]error, len(batch))
-	entries := make([]jobresults.Entry, 0, len(batch))
-	idx := make([]int, 0, len(batch)) // entries[j] comes from batch[idx[j]]
-	at := make([]int, 0, len(batch))  // … where it is the at[j]-th event
+	split := make([][][]byte, len(batch)) // each message's events
+	n := 0
 	for i, m := range batch {
 		elems, err := messages.SplitStatusEvents(m.Subject(), m.Data())
 		if err != nil {
 			errs[i] = w.malformed(m, err)
 			continue
 		}
-		for k, data := range elems {
+		split[i] = elems
+		n += len(elems)
+	}
+	entries := make([]jobresults.Entry, 0, n)
+	idx := make([]int, 0, n) // entries[j] comes from batch[idx[j]]
+	at := make([]int, 0, n)  // … where it is the at[j]-th event
+	for i, m := range batch {
+		for k, data := range split[i] {
 			ev, err := messages.DecodeStatusEvent(m.Subject(), data)
 			if err != nil {
 				if !messages.IsStatusBatch(m.Data()) { // a single event: the whole message
