@@ -48,8 +48,9 @@
 // is published only after its payload message was stored, so "the ledger
 // knows the doc was fed" always implies "the doc is in the pipeline". The
 // events go out in status batch messages of up to 256 events, in input
-// order, the last one when the feed ends: a status message per doc would
-// cost the broker as much as the payload itself.
+// order, the last one when the feed ends or starts waiting for the run to
+// catch up (Config.Resolved): a status message per doc would cost the
+// broker as much as the payload itself.
 //
 // # Stopping
 //

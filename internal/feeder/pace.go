@@ -25,6 +25,10 @@ type pacer struct {
 	run      string
 	resolved int // the last count
 	off      bool
+	// idle, when set, is called before the feed starts waiting for the
+	// count: what was published so far is settled then (the publisher's
+	// flush), so no doc's fed event waits in a batch while the feed waits.
+	idle func(ctx context.Context) error
 }
 
 func (f *Feeder) newPacer(run string) *pacer {
@@ -38,7 +42,7 @@ func (p *pacer) wait(ctx context.Context, doc int) error {
 		return nil
 	}
 	var lastState time.Time
-	for {
+	for waited := false; ; waited = true {
 		n, err := p.f.cfg.Resolved(ctx, p.run)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -59,6 +63,11 @@ func (p *pacer) wait(ctx context.Context, doc int) error {
 			if p.stopping(ctx) {
 				p.off = true
 				return nil
+			}
+		}
+		if !waited && p.idle != nil {
+			if err := p.idle(ctx); err != nil {
+				return err
 			}
 		}
 		t := time.NewTimer(pacePoll)

@@ -121,6 +121,13 @@ func TestFeedKeepsPaceWithTheResolvedDocs(t *testing.T) {
 			t.Fatalf("the feed ended with nothing resolved: %+v, %v", o.res, o.err)
 		default:
 		}
+		// A waiting feed holds back no fed event in a batch: 1,000 is not
+		// a multiple of the batch size.
+		fedEvents := func() int {
+			return len(testutil.StreamDecodedEach(t, topo.JetStream(), topology.StreamStatus, messages.StatusEvents))
+		}
+		testutil.EventuallyExplain(t, 10*time.Second, func() bool { return fedEvents() == limit },
+			func() string { return fmt.Sprintf("the fed events of the waiting feed's docs: %d stored of %d", fedEvents(), limit) })
 		resolved.Store(3000)
 		testutil.EventuallyExplain(t, 30*time.Second, func() bool { return fed() == 3000+limit },
 			func() string { return fmt.Sprintf("the feed to follow the count: %d fed", fed()) })

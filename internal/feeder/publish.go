@@ -233,6 +233,7 @@ func (f *Feeder) feed(ctx context.Context, run string, src Source, pl plan) (Fee
 	}
 	pub := f.newPublisher(run)
 	pace := f.newPacer(run)
+	pace.idle = pub.flush
 	var res FeedResult
 	doc := 0
 	for p, err := range src.All() {
