@@ -127,7 +127,9 @@ func TestFeedKeepsPaceWithTheResolvedDocs(t *testing.T) {
 			return len(testutil.StreamDecodedEach(t, topo.JetStream(), topology.StreamStatus, messages.StatusEvents))
 		}
 		testutil.EventuallyExplain(t, 10*time.Second, func() bool { return fedEvents() == limit },
-			func() string { return fmt.Sprintf("the fed events of the waiting feed's docs: %d stored of %d", fedEvents(), limit) })
+			func() string {
+				return fmt.Sprintf("the fed events of the waiting feed's docs: %d stored of %d", fedEvents(), limit)
+			})
 		resolved.Store(3000)
 		testutil.EventuallyExplain(t, 30*time.Second, func() bool { return fed() == 3000+limit },
 			func() string { return fmt.Sprintf("the feed to follow the count: %d fed", fed()) })
