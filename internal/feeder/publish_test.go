@@ -42,9 +42,9 @@ func TestFedEventsGoOutInBatches(t *testing.T) {
 		t.Fatalf("%d fed events stored; want %d", len(evs), n)
 	}
 	for i, ev := range evs {
-		if ev.Doc != messages.DocID(i) || ev.DataType != oxytype.DataPayload || ev.Outcome != oxytype.Success || ev.Facts.Payload == nil {
+		if ev.Doc != messages.DocID(i) || ev.DataType != oxytype.DataPayload || ev.Outcome != oxytype.Success || ev.Payload == nil {
 			t.Fatalf("event %d is %s at %s (%s, payload %v); want doc %s fed with its payload, in input order",
-				i, ev.Doc, ev.DataType, ev.Outcome, ev.Facts.Payload != nil, messages.DocID(i))
+				i, ev.Doc, ev.DataType, ev.Outcome, ev.Payload != nil, messages.DocID(i))
 		}
 	}
 }
