@@ -56,7 +56,8 @@ type Job struct {
 	// sources), which is not the same as an empty list.
 	Statuses    []UploadStatus
 	HasStatuses bool
-	// Raw is the job object exactly as received.
+	// Raw is the job object exactly as received. A decoded answer's Raw
+	// shares the answer's bytes: read it, never change it.
 	Raw json.RawMessage
 }
 
@@ -68,7 +69,8 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	if err := validJSON(b); err != nil {
 		return err
 	}
-	job, err := decodeJob(b)
+	// encoding/json may reuse b once this returns: Raw gets bytes of its own.
+	job, err := decodeJob(bytes.Clone(b))
 	if err != nil {
 		return err
 	}
@@ -77,10 +79,16 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 }
 
 // decodeJob reads a job object from b, which must be valid JSON (checked by
-// the caller): the typed fields in one pass over the bytes, and a copy of
-// the object in Raw. The client's answers are checked once with validJSON
-// and then only scanned, so a job costs one validation instead of three
-// (encoding/json validates again at every nested Unmarshal).
+// the caller): the typed fields in one pass over the bytes. The client's
+// answers are checked once with validJSON and then only scanned, so a job
+// costs one validation instead of three (encoding/json validates again at
+// every nested Unmarshal).
+//
+// Raw is b itself, not a copy: b must be bytes nobody changes or reuses
+// afterwards. Every caller passes an answer body read into a buffer of its
+// own (or a part of one), which is dropped with the last job that points
+// into it; a copy per job was one allocation and one copy of each answer
+// on the hottest path of a run.
 func decodeJob(b []byte) (Job, error) {
 	b = bytes.TrimSpace(b)
 	var j Job
@@ -104,7 +112,7 @@ func decodeJob(b []byte) (Job, error) {
 	if !isObject {
 		return Job{}, errors.New("wsa: a job must be a JSON object")
 	}
-	j.Raw = append(json.RawMessage(nil), b...)
+	j.Raw = json.RawMessage(b)
 	if len(statuses) > 0 && string(statuses) != "null" {
 		j.HasStatuses = true
 		jsonscan.Array(statuses, func(e []byte) {
