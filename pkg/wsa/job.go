@@ -85,10 +85,10 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 // every nested Unmarshal).
 //
 // Raw is b itself, not a copy: b must be bytes nobody changes or reuses
-// afterwards. Every caller passes an answer body read into a buffer of its
-// own (or a part of one), which is dropped with the last job that points
-// into it; a copy per job was one allocation and one copy of each answer
-// on the hottest path of a run.
+// afterwards. Every caller passes bytes of its own: an answer body (or a
+// part of one) read into a fresh buffer, which goes with the last job that
+// points into it, or UnmarshalJSON's copy. A copy per job was one
+// allocation and one copy of each answer on the hottest path of a run.
 func decodeJob(b []byte) (Job, error) {
 	b = bytes.TrimSpace(b)
 	var j Job
