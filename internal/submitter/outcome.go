@@ -9,25 +9,27 @@ import (
 
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/internal/stage"
-	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
 
-// accepted records a job the API created for the item: the job id goes
-// under the claim first, then Submitted and the success event are
-// published; the runtime acks once both are stored. Until the id is stored
-// the message is pinned: the id exists nowhere else.
-func (s *Submitter) accepted(ctx context.Context, it *item, jobID string) {
+// accepted records the jobs the API created for items (ids[i] for
+// items[i]): the ids are stored first (recordJobs), then each item's
+// Submitted and success event are published; the runtime acks once both
+// are stored. Until the ids are stored the messages are pinned: the ids
+// exist nowhere else.
+func (s *Submitter) accepted(ctx context.Context, items []*item, ids []string) {
 	at := time.Now().UTC()
-	unpin := it.m.Pin()
-	s.markSubmitted(ctx, it, jobID, at)
-	unpin()
-	if c := it.claim; c != nil && c.Claim.State == messages.ClaimSubmitted && c.Claim.APIJobID == jobID {
-		it.jobID = jobID
+	unpins := make([]func(), len(items))
+	for i, it := range items {
+		unpins[i] = it.m.Pin()
 	}
-	s.met.count(outSubmitted)
-	it.res = s.publishSubmitted(it, jobID, at)
+	s.recordJobs(ctx, items, ids, at)
+	for i, it := range items {
+		unpins[i]()
+		s.met.count(outSubmitted)
+		it.res = s.publishSubmitted(it, ids[i], at)
+	}
 }
 
 // failed settles an item whose submission failed. A payload is sent again

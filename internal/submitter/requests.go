@@ -172,7 +172,7 @@ func (s *Submitter) submitSingle(ctx context.Context, t wsa.Ticket, it *item) {
 		s.failed(ctx, it, err)
 		return
 	}
-	s.accepted(ctx, it, job.ID)
+	s.accepted(ctx, []*item{it}, []string{job.ID})
 }
 
 // submitBatch submits admitted and claimed payloads as one batch.
@@ -210,13 +210,17 @@ func (s *Submitter) submitBatch(ctx context.Context, t wsa.Ticket, items []*item
 		s.log.Error("the API created a job that matches no payload of its batch; it bills and is not followed",
 			zap.String("source", src), zap.String("api_job_id", j.ID))
 	}
-	// The ids exist nowhere else until they are stored: pin every accepted
-	// payload's message now, not only the one being stored.
-	var unpins []func()
+	// The ids exist nowhere else until they are stored: they are stored
+	// first, all of them together (see accepted), then the other answers.
+	var ok []*item
+	var ids []string
 	for i, bi := range res.Items {
 		if bi.Err == nil {
-			unpins = append(unpins, items[i].m.Pin())
+			ok, ids = append(ok, items[i]), append(ids, bi.Job.ID)
 		}
+	}
+	if len(ok) > 0 {
+		s.accepted(ctx, ok, ids)
 	}
 	sendAlone := make([]bool, len(res.Items))
 	s.recordAll(len(res.Items), func(i int) {
@@ -224,7 +228,6 @@ func (s *Submitter) submitBatch(ctx context.Context, t wsa.Ticket, items []*item
 		var ae *wsa.APIError
 		switch {
 		case bi.Err == nil:
-			s.accepted(ctx, it, bi.Job.ID)
 		case errors.As(bi.Err, &ae) && notBatchable.MatchString(ae.Message):
 			// No job was created for it: send it alone.
 			if _, known := s.noBatch.LoadOrStore(it.src, true); !known {
@@ -240,9 +243,6 @@ func (s *Submitter) submitBatch(ctx context.Context, t wsa.Ticket, items []*item
 		if a {
 			alone = append(alone, items[i])
 		}
-	}
-	for _, unpin := range unpins {
-		unpin()
 	}
 	if len(alone) > 0 {
 		s.sendSingles(ctx, alone, "source takes no batches: to be sent singly")

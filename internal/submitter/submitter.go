@@ -38,6 +38,9 @@ type Submitter struct {
 	unconfirmed unconfirmedClaims
 	// settler settles the claims of docs whose payload messages are gone.
 	settler settler
+	// rec writes the job ids of accepted payloads into their runs'
+	// settled records.
+	rec recordWriter
 }
 
 var _ health.Checker = (*Submitter)(nil)
@@ -62,6 +65,7 @@ func New(cfg Config) (*Submitter, error) {
 		client: cfg.API, pacer: pacer, claims: cfg.Topology.Claims(), met: met,
 	}
 	s.settler.s = s
+	s.rec = recordWriter{claims: s.claims, timeout: cfg.KVTimeout, segs: map[segmentKey]*segmentWrites{}}
 	s.runs = newRunStates(cfg.Topology.Runs(), cfg.RunStateTTL, cfg.KVTimeout, s.log)
 	w, err := stage.NewBatch(cfg.Stage, handler{s})
 	if err != nil {

@@ -28,10 +28,15 @@ var (
 type ClaimRef struct {
 	Claim    messages.Claim
 	Revision uint64
-	// Settled is set for a claim read from its run's settled record (see
-	// Claims.Settle): it is submitted, carries only its job id, and cannot
-	// be updated (Revision is 0).
+	// Settled is set for a claim read from its run's settled record after
+	// its key was removed (see Claims.Settle): it is submitted, carries
+	// only its job id, and cannot be updated (Revision is 0).
 	Settled bool
+	// Recorded is set for a claim whose key still holds it as it was
+	// before submission while its job id is in its run's settled record
+	// (see Claims.Record): it reads as submitted with that job, keeps the
+	// key's other fields and revision, and cannot be updated either.
+	Recorded bool
 }
 
 // ClaimHeldError is returned by Claims.Acquire when the doc cannot be
@@ -140,8 +145,10 @@ func (c *Claims) Retake(ctx context.Context, ref ClaimRef, attempt int, by strin
 	return &ref, nil
 }
 
-// Get returns a doc's claim, or ErrNoClaim. A doc whose claim was settled
-// reads as submitted, with its job id (ClaimRef.Settled).
+// Get returns a doc's claim, or ErrNoClaim. A doc whose job id is in its
+// run's settled record reads as submitted with that job, whatever its key
+// says or whether it has one (ClaimRef.Recorded, ClaimRef.Settled): the
+// record is written at submission, the key only when it was taken.
 func (c *Claims) Get(ctx context.Context, run, doc string) (*ClaimRef, error) {
 	key := messages.ClaimKey(run, doc)
 	e, err := c.kv.Get(ctx, key)
@@ -155,11 +162,23 @@ func (c *Claims) Get(ctx context.Context, run, doc string) (*ClaimRef, error) {
 	if err != nil {
 		return nil, fmt.Errorf("topology: claim %s: %w", key, err)
 	}
-	return &ClaimRef{Claim: *claim, Revision: e.Revision()}, nil
+	ref := &ClaimRef{Claim: *claim, Revision: e.Revision()}
+	if claim.State == messages.ClaimSubmitted {
+		return ref, nil
+	}
+	id, err := c.recordedJob(ctx, run, doc)
+	if err != nil {
+		return nil, err
+	}
+	if id != "" {
+		ref.Claim.State, ref.Claim.APIJobID, ref.Claim.Reason, ref.Recorded = messages.ClaimSubmitted, id, "", true
+	}
+	return ref, nil
 }
 
-// MarkSubmitted records the API job id under a claim this worker holds. On
-// success ref is updated to the new revision. ErrConflict means the claim
+// MarkSubmitted records the API job id under a claim this worker holds:
+// for a doc that Record cannot take (see Settleable), or when Record
+// failed. On success ref is updated to the new revision. ErrConflict means the claim
 // was changed by someone else since it was acquired.
 func (c *Claims) MarkSubmitted(ctx context.Context, ref *ClaimRef, apiJobID string, at time.Time) error {
 	if apiJobID == "" {
@@ -195,8 +214,8 @@ func (c *Claims) Release(ctx context.Context, ref *ClaimRef, reason string) erro
 }
 
 func (c *Claims) update(ctx context.Context, ref *ClaimRef, next messages.Claim) error {
-	if ref.Settled {
-		return fmt.Errorf("%w: doc %s of run %s is settled (its job is %s); its claim cannot change", ErrConflict, next.Doc, next.Run, ref.Claim.APIJobID)
+	if ref.Settled || ref.Recorded {
+		return fmt.Errorf("%w: doc %s of run %s was submitted as job %s; its claim cannot change", ErrConflict, next.Doc, next.Run, ref.Claim.APIJobID)
 	}
 	data, err := next.MarshalJSON()
 	if err != nil {

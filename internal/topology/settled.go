@@ -19,14 +19,16 @@ import (
 // A claim per doc costs the broker about 140 bytes of memory for as long as
 // the key exists: a million-payload run would hold 140 MB for claims whose
 // only remaining use is to stop a late copy of a payload from being billed
-// again. So once a doc's payload message is gone from its stream (acked or
-// terminated: no delivery of it can come again) and its claim holds a job
-// id, the claim is settled: its job id is written into its run's settled
-// record, 8 bytes per doc in segments of SettledSegment docs, and only then
-// is the doc's own key removed. A doc without a key but with a job id in
-// its segment reads as a submitted claim (Get), so every reader of claims
-// keeps deciding as before; a copy of the payload that creates a fresh
-// claim afterwards finds the job there (SettledJobs) before any request.
+// again. So a run's job ids live in its settled record, 8 bytes per doc in
+// segments of SettledSegment docs: the submitter writes the ids an API
+// answer gave into the record (Record: one compare-and-set per segment for
+// all the docs of a request, rather than an update of every doc's key), and
+// once a doc's payload message is gone from its stream (acked or
+// terminated: no delivery of it can come again) its own key is removed
+// (Settle). A doc whose slot holds a job id reads as a submitted claim
+// (Get), with its key or without, so every reader of claims keeps deciding
+// as before; a copy of the payload that creates a fresh claim after the key
+// went finds the job there (SettledJobs) before any request.
 
 // SettledSegment is the number of docs one settled-record segment holds:
 // 8 KiB at most, the read a single submission request adds (SettledJobs),
@@ -142,18 +144,27 @@ func (c *Claims) readSegment(ctx context.Context, run string, seg int) (segment,
 	return s, e.Revision(), nil
 }
 
-// settledClaim returns the settled claim of a doc without a key, or
-// ErrNoClaim.
-func (c *Claims) settledClaim(ctx context.Context, run, doc string) (*ClaimRef, error) {
-	pos, err := messages.ParseDocID(doc)
-	if err != nil {
-		return nil, fmt.Errorf("%w for %s", ErrNoClaim, messages.ClaimKey(run, doc))
+// recordedJob returns the job id doc's slot in its run's settled record
+// holds, or "" (also for a doc whose id is not a position: it has no slot).
+func (c *Claims) recordedJob(ctx context.Context, run, doc string) (string, error) {
+	pos, perr := messages.ParseDocID(doc)
+	if perr != nil {
+		return "", nil //nolint:nilerr // such a doc has no slot, which is no error
 	}
 	s, _, err := c.readSegment(ctx, run, pos/SettledSegment)
 	if err != nil {
+		return "", err
+	}
+	return s.job(pos % SettledSegment), nil
+}
+
+// settledClaim returns the settled claim of a doc without a key, or
+// ErrNoClaim.
+func (c *Claims) settledClaim(ctx context.Context, run, doc string) (*ClaimRef, error) {
+	id, err := c.recordedJob(ctx, run, doc)
+	if err != nil {
 		return nil, err
 	}
-	id := s.job(pos % SettledSegment)
 	if id == "" {
 		return nil, fmt.Errorf("%w for %s", ErrNoClaim, messages.ClaimKey(run, doc))
 	}
@@ -189,34 +200,73 @@ func (c *Claims) SettledJobs(ctx context.Context, run string, positions []int) (
 	return out, nil
 }
 
-// Settle settles docs of one run whose payload messages are gone and whose
-// claims hold the given job ids: it writes the ids into the run's settled
-// record (a compare-and-set per segment), then removes the docs' keys. A
-// doc whose key is removed is never claimed again without its job being
-// found (see SettledJobs), so the caller must know that no delivery of the
-// doc's payload message can come again. Docs whose id cannot be settled
-// (Settleable) are left as they are. It returns how many keys it removed;
-// on an error, the docs not yet settled keep their claims and may be
-// settled again (every step is idempotent).
-func (c *Claims) Settle(ctx context.Context, run string, docs []SettledDoc) (int, error) {
-	bySeg := map[int][]SettledDoc{}
-	var segs []int
-	for _, d := range docs {
-		if _, ok := settleableJobID(d.JobID); !ok || d.Pos < 0 {
-			continue
+// Record writes the job ids the API gave docs of one run (under claims
+// their caller holds) into the run's settled record, a compare-and-set per
+// segment: from then on each doc reads as submitted with its job (Get),
+// while its key still holds the claim as it was taken. It returns the docs
+// whose slot already held another job id, with that id: such a doc was
+// billed twice, and its slot keeps the first job. Docs whose id cannot be
+// settled (Settleable) are not written, and the caller stores their ids
+// under their claims (MarkSubmitted). On an error some segments may have
+// been written and others not; writing the same ids again is harmless.
+func (c *Claims) Record(ctx context.Context, run string, docs []SettledDoc) (map[int]string, error) {
+	var others map[int]string
+	for seg, docs := range bySegment(docs) {
+		held, err := c.writeSegment(ctx, run, seg, docs)
+		if err != nil {
+			return others, err
 		}
-		seg := d.Pos / SettledSegment
-		if _, ok := bySeg[seg]; !ok {
-			segs = append(segs, seg)
+		for pos, id := range held {
+			if others == nil {
+				others = map[int]string{}
+			}
+			others[pos] = id
 		}
-		bySeg[seg] = append(bySeg[seg], d)
 	}
+	return others, nil
+}
+
+// bySegment groups the docs that can be settled by the segment of their
+// slot, in the order their segments first appear.
+func bySegment(docs []SettledDoc) func(yield func(int, []SettledDoc) bool) {
+	return func(yield func(int, []SettledDoc) bool) {
+		bySeg := map[int][]SettledDoc{}
+		var segs []int
+		for _, d := range docs {
+			if _, ok := settleableJobID(d.JobID); !ok || d.Pos < 0 {
+				continue
+			}
+			seg := d.Pos / SettledSegment
+			if _, ok := bySeg[seg]; !ok {
+				segs = append(segs, seg)
+			}
+			bySeg[seg] = append(bySeg[seg], d)
+		}
+		for _, seg := range segs {
+			if !yield(seg, bySeg[seg]) {
+				return
+			}
+		}
+	}
+}
+
+// Settle settles docs of one run whose payload messages are gone and whose
+// claims hold the given job ids: it makes sure the ids are in the run's
+// settled record (Record wrote them at submission; a claim that holds its
+// id in its key, from an older submitter, has it written now), then removes
+// the docs' keys. A doc whose key is removed is never claimed again without
+// its job being found (see SettledJobs), so the caller must know that no
+// delivery of the doc's payload message can come again. Docs whose id
+// cannot be settled (Settleable) are left as they are. It returns how many
+// keys it removed; on an error, the docs not yet settled keep their claims
+// and may be settled again (every step is idempotent).
+func (c *Claims) Settle(ctx context.Context, run string, docs []SettledDoc) (int, error) {
 	var removed atomic.Int64
-	for _, seg := range segs {
-		if err := c.writeSegment(ctx, run, seg, bySeg[seg]); err != nil {
+	for seg, docs := range bySegment(docs) {
+		if _, err := c.writeSegment(ctx, run, seg, docs); err != nil {
 			return int(removed.Load()), err
 		}
-		if err := c.removeKeys(ctx, run, bySeg[seg], &removed); err != nil {
+		if err := c.removeKeys(ctx, run, docs, &removed); err != nil {
 			return int(removed.Load()), err
 		}
 	}
@@ -260,29 +310,38 @@ func (c *Claims) removeKeys(ctx context.Context, run string, docs []SettledDoc, 
 }
 
 // writeSegment writes the job ids of docs (all of segment seg) into the
-// segment. A slot already holding another id keeps it: the first job
-// recorded for a doc is the one its claim held when the doc was settled,
-// and a doc billed twice is logged where it happened.
-func (c *Claims) writeSegment(ctx context.Context, run string, seg int, docs []SettledDoc) error {
+// segment, and returns the docs whose slot already held another id, with
+// that id. Such a slot keeps it: the first job recorded for a doc is the
+// one a redelivery publishes, and a doc billed twice is logged where it
+// happened. A segment that already holds every id is only read.
+func (c *Claims) writeSegment(ctx context.Context, run string, seg int, docs []SettledDoc) (map[int]string, error) {
 	key := settledKey(run, seg)
 	for range maxSettleTries {
 		s, rev, err := c.readSegment(ctx, run, seg)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		changed := false
+		var others map[int]string
 		for _, d := range docs {
 			slot := d.Pos % SettledSegment
 			v, _ := settleableJobID(d.JobID)
 			if slot >= len(s) {
 				s = append(s, make(segment, slot+1-len(s))...)
 			}
-			if s[slot] == 0 {
+			switch s[slot] {
+			case 0:
 				s[slot], changed = v, true
+			case v:
+			default:
+				if others == nil {
+					others = map[int]string{}
+				}
+				others[d.Pos] = s.job(slot)
 			}
 		}
 		if !changed {
-			return nil
+			return others, nil
 		}
 		if rev == 0 {
 			_, err = c.kv.Create(ctx, key, s.encode())
@@ -291,14 +350,14 @@ func (c *Claims) writeSegment(ctx context.Context, run string, seg int, docs []S
 		}
 		switch {
 		case err == nil:
-			return nil
+			return others, nil
 		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
 			continue // another submitter wrote it first: read it again
 		default:
-			return fmt.Errorf("topology: settled record %s: %w", key, err)
+			return nil, fmt.Errorf("topology: settled record %s: %w", key, err)
 		}
 	}
-	return fmt.Errorf("%w on settled record %s: changed by others %d times in a row", ErrConflict, key, maxSettleTries)
+	return nil, fmt.Errorf("%w on settled record %s: changed by others %d times in a row", ErrConflict, key, maxSettleTries)
 }
 
 // claimMarkerTTL is how long the marker of a removed claim stays. The

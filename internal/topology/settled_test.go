@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/oxypipe/oxypipe/internal/natsserver/natstest"
 	"github.com/oxypipe/oxypipe/internal/testutil"
 	"github.com/oxypipe/oxypipe/internal/topology"
 	"github.com/oxypipe/oxypipe/pkg/messages"
@@ -193,4 +196,149 @@ func TestABucketMadeBeforeExpiringMarkersStillSettles(t *testing.T) {
 	if ref, err := c.Get(ctx, settledRun, "1"); err != nil || ref.Claim.APIJobID != "7500000000000000002" {
 		t.Fatalf("doc 1 = %+v, %v", ref, err)
 	}
+}
+
+func TestRecordedJobsReadAsSubmittedWhileTheirKeysStay(t *testing.T) {
+	t.Parallel()
+	_, js := setup(t)
+	c := ensure(t, js, topology.Config{}).Claims()
+	ctx := context.Background()
+	// Docs of one request in two segments, as the submitter records them.
+	docs := []topology.SettledDoc{{Pos: 2, JobID: "7500000000000000002"}, {Pos: 9, JobID: "7500000000000000009"},
+		{Pos: topology.SettledSegment + 4, JobID: "7500000000000000004"}}
+	at := time.Now().Add(-time.Minute).UTC()
+	held := map[int]*topology.ClaimRef{}
+	for _, d := range docs {
+		ref, err := c.Acquire(ctx, settledRun, messages.DocID(d.Pos), 1, "pod", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held[d.Pos] = ref
+	}
+	if _, err := c.Acquire(ctx, settledRun, "3", 1, "pod", at); err != nil {
+		t.Fatal(err)
+	}
+	others, err := c.Record(ctx, settledRun, docs)
+	if err != nil || others != nil {
+		t.Fatalf("Record = %v, %v; want no other jobs", others, err)
+	}
+
+	for _, d := range docs {
+		ref, err := c.Get(ctx, settledRun, messages.DocID(d.Pos))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := ref.Claim
+		if !ref.Recorded || ref.Settled || c.State != messages.ClaimSubmitted || c.APIJobID != d.JobID ||
+			ref.Revision != held[d.Pos].Revision || c.By != "pod" || c.Attempt != 1 || !c.ClaimedAt.Equal(at) {
+			t.Errorf("doc %d reads %+v, want recorded and submitted as %s, its key's revision %d and fields kept",
+				d.Pos, ref, d.JobID, held[d.Pos].Revision)
+		}
+	}
+	// The key is unchanged: an update under the revision the submitter
+	// took would land, but a recorded claim refuses to move.
+	ref, _ := c.Get(ctx, settledRun, "2")
+	if err := c.Release(ctx, ref, "no"); !errors.Is(err, topology.ErrConflict) {
+		t.Errorf("Release of recorded doc 2: %v, want ErrConflict", err)
+	}
+	if _, err := c.Retake(ctx, *ref, 2, "other-pod", time.Now(), false); !errors.Is(err, topology.ErrConflict) {
+		t.Errorf("Retake of recorded doc 2: %v, want ErrConflict", err)
+	}
+	// Another delivery finds the job, not a claim in flight.
+	var he *topology.ClaimHeldError
+	if _, err := c.Acquire(ctx, settledRun, "9", 2, "other-pod", time.Now()); !errors.As(err, &he) ||
+		he.Held.Claim.State != messages.ClaimSubmitted || he.Held.Claim.APIJobID != "7500000000000000009" {
+		t.Fatalf("Acquire of recorded doc 9: %v, want held as submitted with its job", err)
+	}
+	if ref, err := c.Get(ctx, settledRun, "3"); err != nil || ref.Recorded || ref.Claim.State != messages.ClaimHeld {
+		t.Fatalf("doc 3 = %+v, %v; want still claimed", ref, err)
+	}
+
+	// A second job for a doc is reported, and its slot keeps the first.
+	others, err = c.Record(ctx, settledRun, []topology.SettledDoc{{Pos: 9, JobID: "7500000000000000099"}, {Pos: 3, JobID: "7500000000000000003"}})
+	if err != nil || fmt.Sprint(others) != fmt.Sprint(map[int]string{9: "7500000000000000009"}) {
+		t.Fatalf("Record of a second job = %v, %v; want doc 9's first job reported", others, err)
+	}
+	if ref, _ := c.Get(ctx, settledRun, "9"); ref == nil || ref.Claim.APIJobID != "7500000000000000009" {
+		t.Fatalf("doc 9 after a second job = %+v, want its first job", ref)
+	}
+	// Ids that cannot be settled are not written.
+	if others, err := c.Record(ctx, settledRun, []topology.SettledDoc{{Pos: 5, JobID: "job-5"}}); err != nil || others != nil {
+		t.Fatalf("Record of an id that is not a number = %v, %v", others, err)
+	}
+	if _, err := c.Get(ctx, settledRun, "5"); !errors.Is(err, topology.ErrNoClaim) {
+		t.Fatalf("doc 5: %v, want ErrNoClaim", err)
+	}
+
+	// Settling removes the keys; the docs then read as settled.
+	n, err := c.Settle(ctx, settledRun, docs)
+	if err != nil || n != len(docs) {
+		t.Fatalf("Settle = %d, %v; want %d keys removed", n, err, len(docs))
+	}
+	for _, d := range docs {
+		if ref, err := c.Get(ctx, settledRun, messages.DocID(d.Pos)); err != nil || !ref.Settled || ref.Claim.APIJobID != d.JobID {
+			t.Errorf("doc %d after settling = %+v, %v; want settled as %s", d.Pos, ref, err, d.JobID)
+		}
+	}
+}
+
+func TestRecordsOfOneSegmentFromManyWritersAllLand(t *testing.T) {
+	t.Parallel()
+	srv, js := setup(t)
+	ensure(t, js, topology.Config{})
+	// Four submitter replicas, each on its own connection, recording docs
+	// of the same segment at once: a compare-and-set that loses reads the
+	// segment again, and a Record that loses too often says so
+	// (ErrConflict), which its caller retries, as the submitter does.
+	const writers, perWriter = 4, 40
+	errs := make(chan error, writers)
+	var conflicts atomic.Int64
+	claims := make([]*topology.Claims, writers)
+	for w := range claims {
+		js2, err := jetstream.New(natstest.Connect(t, srv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims[w] = ensure(t, js2, topology.Config{}).Claims()
+	}
+	start := make(chan struct{})
+	for w, c := range claims {
+		go func() {
+			<-start
+			for k := range perWriter {
+				pos := k*writers + w
+				doc := []topology.SettledDoc{{Pos: pos, JobID: strconv.Itoa(7_000_000 + pos)}}
+				_, err := c.Record(context.Background(), settledRun, doc)
+				for errors.Is(err, topology.ErrConflict) {
+					conflicts.Add(1)
+					_, err = c.Record(context.Background(), settledRun, doc)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("doc %d: %w", pos, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	close(start)
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	positions := make([]int, writers*perWriter)
+	for i := range positions {
+		positions[i] = i
+	}
+	jobs, err := ensure(t, js, topology.Config{}).Claims().SettledJobs(context.Background(), settledRun, positions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pos := range positions {
+		if jobs[pos] != strconv.Itoa(7_000_000+pos) {
+			t.Errorf("doc %d records %q, want %d", pos, jobs[pos], 7_000_000+pos)
+		}
+	}
+	t.Logf("%d records by %d writers, %d of them retried after ErrConflict", len(positions), writers, conflicts.Load())
 }
