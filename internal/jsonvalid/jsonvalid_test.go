@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -93,6 +94,9 @@ func FuzzValidator(f *testing.F) {
 		if got := check(in, int(chunk)+1); (got == nil) != want {
 			t.Fatalf("%q in chunks of %d: %v, json.Valid says %v", in, int(chunk)+1, got, want)
 		}
+		if got := jsonvalid.Valid(in); got != want {
+			t.Fatalf("Valid(%q) = %v, json.Valid says %v", in, got, want)
+		}
 	})
 }
 
@@ -127,6 +131,54 @@ func BenchmarkValidator(b *testing.B) {
 		for b.Loop() {
 			if !json.Valid(body) {
 				b.Fatal("invalid")
+			}
+		}
+	})
+}
+
+// Valid gives json.Valid's verdict on every input of the corpus and on
+// deeply nested values.
+func TestValidAgreesWithEncodingJSON(t *testing.T) {
+	t.Parallel()
+	deep := strings.Repeat(`{"a":[`, 20) + "1" + strings.Repeat("]}", 20)
+	for _, in := range append(slices.Clone(corpus), deep, deep[:len(deep)-1]) {
+		if got, want := jsonvalid.Valid([]byte(in)), json.Valid([]byte(in)); got != want {
+			t.Errorf("Valid(%q) = %v, json.Valid says %v", in, got, want)
+		}
+	}
+}
+
+// statusAnswer is a job's status answer as the API sends one, about 1 KB.
+const statusAnswer = `{"callback_url":null,"client_id":12345,"context":[{"key":"force_headers","value":false},` +
+	`{"key":"force_cookies","value":false},{"key":"session_id","value":null}],"created_at":"2026-12-07 12:00:00",` +
+	`"domain":"com","geo_location":null,"id":"7500000000000000001","limit":10,"locale":null,"pages":1,` +
+	`"parse":false,"parser_type":null,"render":null,"url":"https://sandbox.oxylabs.io/products/1",` +
+	`"query":"","source":"universal","start_page":1,"status":"done","storage_type":null,"storage_url":null,` +
+	`"subdomain":"www","content_encoding":"utf-8","updated_at":"2026-12-07 12:00:01","user_agent_type":"desktop",` +
+	`"session_info":null,"statuses":[],"client_notes":null,"_links":[{"rel":"self",` +
+	`"href":"http://data.oxylabs.io/v1/queries/7500000000000000001","method":"GET"},{"rel":"results",` +
+	`"href":"http://data.oxylabs.io/v1/queries/7500000000000000001/results","method":"GET"}]}`
+
+func BenchmarkValid(b *testing.B) {
+	in := []byte(statusAnswer)
+	if !json.Valid(in) {
+		b.Fatal("the benchmark's answer is not JSON")
+	}
+	b.Run("jsonvalid.Valid", func(b *testing.B) {
+		b.SetBytes(int64(len(in)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if !jsonvalid.Valid(in) {
+				b.Fatal("not valid")
+			}
+		}
+	})
+	b.Run("encoding/json.Valid", func(b *testing.B) {
+		b.SetBytes(int64(len(in)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if !json.Valid(in) {
+				b.Fatal("not valid")
 			}
 		}
 	})

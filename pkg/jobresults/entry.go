@@ -1,11 +1,11 @@
 package jobresults
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"time"
 
+	"github.com/oxypipe/oxypipe/internal/jsonvalid"
 	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
@@ -85,7 +85,7 @@ func prepare(e Entry, scope string, now time.Time) (prepared, error) {
 		return prepared{}, fmt.Errorf("%w: unknown run-log state %q (key %s)", ErrInvalidInput, e.State, e.Key)
 	}
 	if len(e.Payload) > 0 {
-		if !json.Valid(e.Payload) {
+		if !jsonvalid.Valid(e.Payload) {
 			return prepared{}, fmt.Errorf("%w: payload is not valid JSON (key %s)", ErrInvalidInput, e.Key)
 		}
 		e.Payload = redact.Bytes(e.Payload)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/internal/jsonscan"
+	"github.com/oxypipe/oxypipe/internal/jsonvalid"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
 )
 
@@ -102,7 +103,7 @@ func (c fastCodec[T]) encode(v *T) ([]byte, bool) {
 // it was, when it leaves data to encoding/json. (It decodes in place: a T
 // of its own would escape to the heap through the table's functions.)
 func (c fastCodec[T]) decode(v *T, data []byte) (extra Extra, ok bool) {
-	if !json.Valid(data) {
+	if !jsonvalid.Valid(data) {
 		return nil, false
 	}
 	old := *v
@@ -196,7 +197,7 @@ func rawCodec[T any](key string, omit bool, field func(*T) *json.RawMessage) cod
 			if raw == nil {
 				return append(b, "null"...), true
 			}
-			if !compact(raw) || !json.Valid(raw) {
+			if !compact(raw) || !jsonvalid.Valid(raw) {
 				return nil, false
 			}
 			return append(b, raw...), true

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/oxypipe/oxypipe/internal/jsonscan"
+	"github.com/oxypipe/oxypipe/internal/jsonvalid"
 )
 
 // ErrNotObject is the reason for a line that is valid JSON but not an object.
@@ -60,7 +61,7 @@ func parseObject(b []byte) ([]Field, error) {
 	if len(b) == 0 {
 		return nil, ErrEmptyLine
 	}
-	if b[0] == '{' && json.Valid(b) {
+	if b[0] == '{' && jsonvalid.Valid(b) {
 		return splitObject(b), nil
 	}
 	return decodeObject(b)

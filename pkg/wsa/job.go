@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oxypipe/oxypipe/internal/jsonscan"
+	"github.com/oxypipe/oxypipe/internal/jsonvalid"
 )
 
 // JobStatus is a job's status. The set is closed: pending, then done or
@@ -128,7 +129,7 @@ func decodeJob(b []byte) (Job, error) {
 // validJSON returns nil for valid JSON, else encoding/json's syntax error,
 // which names the offset.
 func validJSON(b []byte) error {
-	if json.Valid(b) {
+	if jsonvalid.Valid(b) {
 		return nil
 	}
 	var v json.RawMessage
