@@ -209,6 +209,7 @@ func (s *Submitter) markSubmitted(ctx context.Context, it *item, jobID string, a
 			*ref = *got // our update landed; its answer was lost
 			return
 		case got.Claim.State == messages.ClaimSubmitted:
+			s.met.billedTwice.Inc()
 			s.log.Error("a job was created but the claim holds another one: the doc was billed twice; publishing this job too",
 				fields(zap.String("claim_job_id", got.Claim.APIJobID))...)
 			return

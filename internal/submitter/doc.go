@@ -152,6 +152,10 @@
 //	oxy_submitter_request_seconds{endpoint}   API latency
 //	oxy_submitter_request_values              payloads per request (batch sizes)
 //	oxy_submitter_pacer_wait_seconds          time spent waiting for the rate budget
+//	oxy_submitter_job_ids_total{stored_in}    job ids stored: record (the run's settled record) or claim (the doc's own)
+//	oxy_submitter_record_failures_total       ids stored under their claims because the record write failed; a steady
+//	                                          rise with many replicas on one run means they contend for its segments
+//	oxy_submitter_billed_twice_total          docs the API created a second job for; anything above 0 is worth an alert
 //
 // plus the runtime's oxy_stage_* series with stage="submitter".
 package submitter

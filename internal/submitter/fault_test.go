@@ -317,6 +317,16 @@ func TestFaultTheMarkSurvivesAClaimThatCannotBeRead(t *testing.T) {
 // badBatchID answers batch submissions through api, with the first job's
 // id replaced by one that cannot be a job id.
 func badBatchID(api http.Handler) http.Handler {
+	return firstBatchIDAs("../../etc/passwd")(api)
+}
+
+// firstBatchIDAs answers batch submissions through api, with the first
+// job's id replaced by id.
+func firstBatchIDAs(id string) func(api http.Handler) http.Handler {
+	return func(api http.Handler) http.Handler { return replaceFirstBatchID(api, id) }
+}
+
+func replaceFirstBatchID(api http.Handler, id string) http.Handler {
 	firstID := regexp.MustCompile(`"id":"[0-9]+"`)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/queries/batch" {
@@ -327,7 +337,7 @@ func badBatchID(api http.Handler) http.Handler {
 		api.ServeHTTP(rec, r)
 		body := rec.Body.Bytes()
 		if loc := firstID.FindIndex(body); loc != nil {
-			body = append(append(append([]byte(nil), body[:loc[0]]...), `"id":"../../etc/passwd"`...), body[loc[1]:]...)
+			body = append(append(append([]byte(nil), body[:loc[0]]...), `"id":"`+id+`"`...), body[loc[1]:]...)
 		}
 		for k, v := range rec.Header() {
 			if k != "Content-Length" {

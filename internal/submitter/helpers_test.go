@@ -310,3 +310,29 @@ func (e *env) settled() []messages.StatusEvent {
 	testutil.Eventually(e.t, 10*time.Second, "every payload is settled", func() bool { return e.pending() == 0 })
 	return e.events()
 }
+
+// metric reads a counter of the submitter's registry: the series whose
+// label has value, or with label "" the series without labels.
+func (e *env) metric(name, label, value string) float64 {
+	e.t.Helper()
+	families, err := e.reg.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label == "" && len(m.GetLabel()) == 0 {
+				return m.GetCounter().GetValue()
+			}
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}

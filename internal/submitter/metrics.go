@@ -17,6 +17,12 @@ const (
 	outWait        = "wait"            // another submitter holds the claim
 )
 
+// Where oxy_submitter_job_ids_total counts a job id as stored.
+const (
+	storedRecord = "record" // the run's settled record
+	storedClaim  = "claim"  // the doc's own claim
+)
+
 // Endpoints labelled in the request metrics.
 const (
 	endpointSubmit = "submit"
@@ -30,6 +36,13 @@ type metrics struct {
 	batchSize prometheus.Observer
 	pacerWait prometheus.Observer
 	settled   prometheus.Counter
+	// jobIDs counts the job ids stored, by where (stored_in).
+	jobIDs *prometheus.CounterVec
+	// recordFailed counts the docs whose settled-record write failed, so
+	// that their ids went under their own claims instead.
+	recordFailed prometheus.Counter
+	// billedTwice counts the docs for which a second job was created.
+	billedTwice prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -54,6 +67,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	settled := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "oxy_submitter_claims_settled_total", Help: "Claims moved into their run's settled record after their payload messages were gone.",
 	})
+	jobIDs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oxy_submitter_job_ids_total", Help: "Job ids the API gave and the submitter stored, by where: the run's settled record, or the doc's own claim.",
+	}, []string{"stored_in"})
+	recordFailed := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "oxy_submitter_record_failures_total", Help: "Job ids whose settled-record write failed (the broker away, or other replicas winning the segment's compare-and-set every time) and that were stored under their claims instead.",
+	})
+	billedTwice := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "oxy_submitter_billed_twice_total", Help: "Docs for which the API created a job while another job was already stored for them: each one was billed twice.",
+	})
 	if reg != nil {
 		var err error
 		if payloads, err = promreg.Register(reg, payloads); err != nil {
@@ -74,11 +96,24 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		if settled, err = promreg.Register(reg, settled); err != nil {
 			return nil, err
 		}
+		if jobIDs, err = promreg.Register(reg, jobIDs); err != nil {
+			return nil, err
+		}
+		if recordFailed, err = promreg.Register(reg, recordFailed); err != nil {
+			return nil, err
+		}
+		if billedTwice, err = promreg.Register(reg, billedTwice); err != nil {
+			return nil, err
+		}
 	}
 	for _, o := range []string{outSubmitted, outRepublished, outRejected, outUnsubmitted, outUnknown, outRetry, outWait} {
 		payloads.WithLabelValues(o) // export zeros so rates work from the start
 	}
-	return &metrics{payloads: payloads, requests: requests, latency: latency, batchSize: batchSize, pacerWait: pacerWait, settled: settled}, nil
+	for _, w := range []string{storedRecord, storedClaim} {
+		jobIDs.WithLabelValues(w)
+	}
+	return &metrics{payloads: payloads, requests: requests, latency: latency, batchSize: batchSize, pacerWait: pacerWait, settled: settled,
+		jobIDs: jobIDs, recordFailed: recordFailed, billedTwice: billedTwice}, nil
 }
 
 func (m *metrics) count(outcome string) { m.payloads.WithLabelValues(outcome).Inc() }

@@ -157,10 +157,12 @@ func (s *Submitter) recordJobs(ctx context.Context, items []*item, ids []string,
 			i := owner[docKey{run: run, pos: d.Pos}]
 			it := items[i]
 			if err != nil {
+				s.met.recordFailed.Inc()
 				alone = append(alone, i)
 				continue
 			}
 			if other, billedTwice := others[d.Pos]; billedTwice {
+				s.met.billedTwice.Inc()
 				s.log.Error("a job was created but the run's record holds another one for the doc: the doc was billed twice; publishing this job too",
 					zap.String("run", run), zap.String("doc", it.env.Doc), zap.String("api_job_id", d.JobID), zap.String("recorded_job_id", other))
 				continue
@@ -168,6 +170,7 @@ func (s *Submitter) recordJobs(ctx context.Context, items []*item, ids []string,
 			c := &it.claim.Claim
 			c.State, c.APIJobID, c.SubmittedAt, c.Reason = messages.ClaimSubmitted, d.JobID, at, ""
 			it.claim.Recorded, it.jobID = true, d.JobID
+			s.met.jobIDs.WithLabelValues(storedRecord).Inc()
 		}
 	}
 	forEach(len(alone), s.cfg.Concurrency, func(k int) {
@@ -175,6 +178,7 @@ func (s *Submitter) recordJobs(ctx context.Context, items []*item, ids []string,
 		s.markSubmitted(ctx, it, id, at)
 		if c := it.claim; c != nil && c.Claim.State == messages.ClaimSubmitted && c.Claim.APIJobID == id {
 			it.jobID = id
+			s.met.jobIDs.WithLabelValues(storedClaim).Inc()
 		}
 	})
 }

@@ -636,23 +636,7 @@ func mustDoc(t *testing.T, doc string) int {
 // counter reads a counter of the submitter's registry by its outcome label.
 func (e *env) counter(name, outcome string) float64 {
 	e.t.Helper()
-	families, err := e.reg.Gather()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "outcome" && l.GetValue() == outcome {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return e.metric(name, "outcome", outcome)
 }
 
 func TestPacedSubmissionsStayWithinTheRateLimitAndBillOnce(t *testing.T) {
