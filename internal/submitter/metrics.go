@@ -36,8 +36,10 @@ type metrics struct {
 	batchSize prometheus.Observer
 	pacerWait prometheus.Observer
 	settled   prometheus.Counter
-	// jobIDs counts the job ids stored, by where (stored_in).
-	jobIDs *prometheus.CounterVec
+	// inRecord and inClaim count the job ids stored in the run's settled
+	// record and under the doc's own claim (oxy_submitter_job_ids_total),
+	// resolved once: they count every doc.
+	inRecord, inClaim prometheus.Counter
 	// recordFailed counts the docs whose settled-record write failed, so
 	// that their ids went under their own claims instead.
 	recordFailed prometheus.Counter
@@ -109,11 +111,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, o := range []string{outSubmitted, outRepublished, outRejected, outUnsubmitted, outUnknown, outRetry, outWait} {
 		payloads.WithLabelValues(o) // export zeros so rates work from the start
 	}
-	for _, w := range []string{storedRecord, storedClaim} {
-		jobIDs.WithLabelValues(w)
-	}
 	return &metrics{payloads: payloads, requests: requests, latency: latency, batchSize: batchSize, pacerWait: pacerWait, settled: settled,
-		jobIDs: jobIDs, recordFailed: recordFailed, billedTwice: billedTwice}, nil
+		inRecord: jobIDs.WithLabelValues(storedRecord), inClaim: jobIDs.WithLabelValues(storedClaim),
+		recordFailed: recordFailed, billedTwice: billedTwice}, nil
 }
 
 func (m *metrics) count(outcome string) { m.payloads.WithLabelValues(outcome).Inc() }

@@ -170,7 +170,7 @@ func (s *Submitter) recordJobs(ctx context.Context, items []*item, ids []string,
 			c := &it.claim.Claim
 			c.State, c.APIJobID, c.SubmittedAt, c.Reason = messages.ClaimSubmitted, d.JobID, at, ""
 			it.claim.Recorded, it.jobID = true, d.JobID
-			s.met.jobIDs.WithLabelValues(storedRecord).Inc()
+			s.met.inRecord.Inc()
 		}
 	}
 	forEach(len(alone), s.cfg.Concurrency, func(k int) {
@@ -178,7 +178,7 @@ func (s *Submitter) recordJobs(ctx context.Context, items []*item, ids []string,
 		s.markSubmitted(ctx, it, id, at)
 		if c := it.claim; c != nil && c.Claim.State == messages.ClaimSubmitted && c.Claim.APIJobID == id {
 			it.jobID = id
-			s.met.jobIDs.WithLabelValues(storedClaim).Inc()
+			s.met.inClaim.Inc()
 		}
 	})
 }
