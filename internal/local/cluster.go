@@ -201,14 +201,21 @@ func (c *Cluster) startStages(rebuild bool) error {
 		cfg.Submitter(&sc)
 	}
 
-	pc := poller.Config{Stage: runtime("poller"), Topology: c.topo, API: c.api}
-	if cfg.Poller != nil {
-		cfg.Poller(&pc)
-	}
-
 	wc := writer.Config{Stage: runtime("writer"), Topology: c.topo, API: c.api, Destinations: cfg.Destinations}
 	if cfg.Writer != nil {
 		cfg.Writer(&wc)
+	}
+	wr, err := writer.New(wc)
+	if err != nil {
+		return fmt.Errorf("local: %w", err)
+	}
+
+	// The poller writes done jobs through the writer in this process: one
+	// request and one message per job fewer (see poller.Sink). A Poller
+	// hook may unset it to run the four stages apart.
+	pc := poller.Config{Stage: runtime("poller"), Topology: c.topo, API: c.api, Sink: wr}
+	if cfg.Poller != nil {
+		cfg.Poller(&pc)
 	}
 
 	dests := cfg.Destinations
@@ -233,10 +240,6 @@ func (c *Cluster) startStages(rebuild bool) error {
 		return fmt.Errorf("local: %w", err)
 	}
 	pol, err := poller.New(pc)
-	if err != nil {
-		return fmt.Errorf("local: %w", err)
-	}
-	wr, err := writer.New(wc)
 	if err != nil {
 		return fmt.Errorf("local: %w", err)
 	}

@@ -76,6 +76,15 @@ type Config struct {
 	// poller keeps checking it for its upload entry (see the package
 	// documentation). Default DefaultUploadWait; negative: do not wait.
 	UploadWait time.Duration
+
+	// Sink, when set, lets the poller write done jobs itself: a check of a
+	// job whose run the sink already writes asks for the job's results
+	// instead of its status, and a done job's body goes straight into the
+	// sink, saving the Done message, the writer's delivery and one request
+	// per job (see the package documentation). For a process that runs the
+	// writer too (oxy run); nil for a poller on its own, which has no
+	// destinations.
+	Sink Sink
 }
 
 // WithDefaults returns c with every unset field filled in.

@@ -17,6 +17,7 @@ const (
 
 type metrics struct {
 	checks  *prometheus.CounterVec
+	direct  *prometheus.CounterVec
 	doneLag prometheus.Histogram
 }
 
@@ -24,6 +25,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oxy_poller_checks_total", Help: "Job status checks by result (pending, done, faulted, not_found, error).",
+		}, []string{"result"}),
+		direct: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oxy_poller_direct_total",
+			Help: "Done jobs the poller fetched itself, by result: written (through the sink), handed_off (the write failed; the writer retries it), checked (an answer the status check decides).",
 		}, []string{"result"}),
 		doneLag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "oxy_poller_done_lag_seconds",
@@ -36,12 +41,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		if m.checks, err = promreg.Register(reg, m.checks); err != nil {
 			return nil, err
 		}
+		if m.direct, err = promreg.Register(reg, m.direct); err != nil {
+			return nil, err
+		}
 		if m.doneLag, err = promreg.Register(reg, m.doneLag); err != nil {
 			return nil, err
 		}
 	}
 	for _, r := range []string{checkPending, checkDone, checkFaulted, checkNotFound, checkError} {
 		m.checks.WithLabelValues(r) // export zeros so rates work from the start
+	}
+	for _, r := range []string{directWritten, directHandedOff, directChecked} {
+		m.direct.WithLabelValues(r)
 	}
 	return m, nil
 }

@@ -60,9 +60,7 @@ func (w *Writer) handle(ctx context.Context, m *stage.Msg) error {
 		}
 		return w.fail(ctx, m, d, kind, err, info)
 	}
-	now := time.Now()
-	w.met.bytes.Add(float64(n))
-	w.met.write.Observe(now.Sub(start).Seconds())
+	now := w.written(n, start)
 	if !d.FinishedAt.IsZero() {
 		w.met.finishToWrite.Observe(max(now.Sub(d.FinishedAt), 0).Seconds())
 	}
@@ -71,6 +69,15 @@ func (w *Writer) handle(ctx context.Context, m *stage.Msg) error {
 		DataType: oxytype.DataWritten, Outcome: oxytype.Success,
 		Facts: oxytype.Facts{APIJobID: d.APIJobID, Payload: d.Payload},
 	})
+}
+
+// written counts a file in place: n bytes, from the results request at
+// start until now, which it returns.
+func (w *Writer) written(n int64, start time.Time) time.Time {
+	now := time.Now()
+	w.met.bytes.Add(float64(n))
+	w.met.write.Observe(now.Sub(start).Seconds())
+	return now
 }
 
 // attempt resolves the run's destination and writes the job into it once.
@@ -105,7 +112,14 @@ func (w *Writer) write(ctx context.Context, dest destination.Destination, id str
 		return 0, kindFetch, fmt.Errorf("fetching the results of job %s: %w", id, err)
 	}
 	defer res.Body.Close()
-	body := &countingReader{r: jsonvalid.NewReader(res.Body)}
+	return put(ctx, dest, id, res.Body)
+}
+
+// put streams a results body, checked to be JSON, into the job's file, and
+// returns the bytes read, or the kind of failure: the body's (kindFetch) or
+// the destination's (kindWrite).
+func put(ctx context.Context, dest destination.Destination, id string, r io.Reader) (int64, string, error) {
+	body := &countingReader{r: jsonvalid.NewReader(r)}
 	if err := dest.Put(ctx, destination.ResultName(id), body); err != nil {
 		if body.err != nil {
 			return body.n, kindFetch, fmt.Errorf("reading the results of job %s: %w", id, body.err)

@@ -90,6 +90,28 @@ func (t *targets) forRun(ctx context.Context, run string) (destination.Destinati
 	return e.dest, nil
 }
 
+// resolved returns the run's probed destination when a resolution of it has
+// finished and succeeded, or nil (not resolved yet, failed, being resolved,
+// or a run that writes nothing). It never waits.
+func (t *targets) resolved(run string) destination.Destination {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.runs[run]
+	if e == nil {
+		return nil
+	}
+	select {
+	case <-e.ready:
+	default:
+		return nil
+	}
+	if e.err != nil || e.dest == nil {
+		return nil
+	}
+	e.used = time.Now()
+	return e.dest
+}
+
 // resolve reads the run's record, opens and probes its destination, and
 // publishes the outcome in e.
 func (t *targets) resolve(ctx context.Context, run string, e *runTarget) {
