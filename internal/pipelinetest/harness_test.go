@@ -555,7 +555,8 @@ func (s scenario) rules() []emulator.Rule {
 		{Match: func(sub emulator.Submission) bool { return strings.Contains(sub.Input, "/"+kindReject+"/") },
 			Outcome: emulator.Outcome{Reject: &emulator.Rejection{Status: 400, Message: rejectMessage}}},
 		{Match: func(sub emulator.Submission) bool { return strings.Contains(sub.Input, "/"+kindLost+"/") },
-			Outcome: emulator.Outcome{StatusFailure: &emulator.Failure{Status: 404, Message: "Query not found"}}},
+			Outcome: emulator.Outcome{StatusFailure: &emulator.Failure{Status: 404, Message: "Query not found"},
+				ResultsFailure: &emulator.Failure{Status: 404, Message: "Query not found"}}},
 		{Match: func(emulator.Submission) bool { return true }, Outcome: emulator.Outcome{Done: true}},
 	}
 }

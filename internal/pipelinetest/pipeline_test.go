@@ -39,10 +39,26 @@ func checkFailures(rate float64) []emulator.Fault {
 	}}
 }
 
+// TestTwoThousandPayloadsEachReachExactlyOneTrueOutcome runs the stages
+// apart, as the workers do, and with the poller writing done jobs through
+// the writer, as oxy run does.
 func TestTwoThousandPayloadsEachReachExactlyOneTrueOutcome(t *testing.T) {
 	t.Parallel()
+	for _, direct := range []bool{false, true} {
+		name := "four stages"
+		if direct {
+			name = "direct writes"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			twoThousandPayloads(t, direct)
+		})
+	}
+}
+
+func twoThousandPayloads(t *testing.T, direct bool) {
 	s := scenario{n: 2000, fault: 5, reject: 2, lost: 1}
-	b := inProcess(t, flakyAPI(s), s.n, stageOptions{rateLimit: 1000})
+	b := inProcess(t, flakyAPI(s), s.n, stageOptions{rateLimit: 1000, direct: direct})
 	bodies := s.bodies()
 	mustParse(t, bodies[0])
 

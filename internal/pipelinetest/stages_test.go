@@ -85,6 +85,9 @@ type stageOptions struct {
 	// claimStaleAfter is the submitter's ClaimStaleAfter:
 	// processClaimStaleAfter or inProcessClaimStaleAfter.
 	claimStaleAfter time.Duration
+	// direct has the in-process poller write done jobs through the writer,
+	// as oxy run does (poller.Config.Sink).
+	direct bool
 }
 
 // tuneSubmitter gives a submitter configured as cmd/submitter configures it
@@ -146,7 +149,8 @@ func runStages(t testing.TB, stages ...runner) {
 }
 
 // inProcess starts a broker, an emulator for cfg and the three stages in
-// this process, and announces a run of n docs.
+// this process (the poller writing through the writer with o.direct), and
+// announces a run of n docs.
 func inProcess(t *testing.T, cfg emulator.Config, n int, o stageOptions) *broker {
 	t.Helper()
 	_, nc := natstest.Start(t)
@@ -161,15 +165,18 @@ func inProcess(t *testing.T, cfg emulator.Config, n int, o stageOptions) *broker
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc := poller.Config{Stage: rc("poller-0"), Topology: b.topo, API: b.client}
-	tunePoller(o)(&pc)
-	pol, err := poller.New(pc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	wc := writer.Config{Stage: rc("writer-0"), Topology: b.topo, API: b.client}
 	tuneWriter(o)(&wc)
 	wri, err := writer.New(wc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := poller.Config{Stage: rc("poller-0"), Topology: b.topo, API: b.client}
+	tunePoller(o)(&pc)
+	if o.direct {
+		pc.Sink = wri
+	}
+	pol, err := poller.New(pc)
 	if err != nil {
 		t.Fatal(err)
 	}
