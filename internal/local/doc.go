@@ -7,8 +7,12 @@
 // deployed binaries run (internal/submitter, internal/poller, internal/writer,
 // internal/statusworker), configured the same way, on the same broker semantics:
 // nothing here is a second implementation. What differs is only the wiring:
-// one embedded server instead of a cluster, and a memory ledger that the
-// statusworker rebuilds from the status stream when it starts.
+// one embedded server instead of a cluster, a memory ledger that the
+// statusworker rebuilds from the status stream when it starts, and the
+// poller writing done jobs through the writer (poller.Config.Sink): a job's
+// check is its results request, and its body goes into the destination
+// with no Done message in between. A Config.Poller hook that unsets the
+// sink runs the four stages exactly as deployed.
 //
 // # State and resuming
 //

@@ -1,6 +1,7 @@
 // Package poller is the stage between the submitter and the writer: it
 // watches each submitted job at the API until it is done or faulted, and
-// hands done jobs on to the writer.
+// hands done jobs on to the writer (or, in one process, writes them through
+// it).
 //
 // # Why it is built this way
 //
@@ -14,7 +15,8 @@
 //     broker holds the waiting jobs, every replica of the poller shares them,
 //     and a poller that dies loses nothing.
 //   - Each check is the small GET /v1/queries/{id}. The body is fetched once,
-//     later, by the writer.
+//     later, by the writer — except on the direct path below, where the
+//     check is the results request itself and there is no later fetch.
 //   - When to check is a function of the time since the job was submitted
 //     (Schedule), computed from the clock at each delivery and not from the
 //     previous check, so a check that came late (a busy poller, a restart)
@@ -58,11 +60,43 @@
 // complete at "done": its results are in the bucket, and the writer fetches
 // nothing for it (its run has no destination).
 //
+// # Direct writes (one process)
+//
+// When the poller and the writer run in one process (oxy run), Config.Sink
+// lets the poller write done jobs itself. A check of a job whose run the
+// writer already writes (its destination resolved and probed, which the
+// run's first done job does the usual way) and whose payload has no
+// storage_url asks GET /v1/queries/{id}/results instead of the status:
+//
+//	results answers                        what the poller does
+//	204, x-oxylabs-job-status pending      as a pending status (the same schedule and limits)
+//	200, x-oxylabs-job-status done         stream the body into the sink; record success at "written", ack
+//	  … the write failed                   publish messages.Done and record "done", as for a done status:
+//	                                       the writer fetches again and owns the failure
+//	200, x-oxylabs-job-status faulted      hard failure, faulted (error null), as for a faulted status
+//	204 done or faulted (expired), a       check the status instead, in the same delivery
+//	  missing or unknown header
+//	404, 4xx, 429, 5xx, network            as the same answer to a status check
+//
+// That saves, per job, one request to the API (a pending check is a 204 with
+// an empty body, not the job's JSON either), the Done message and the
+// writer's delivery. A redelivered Submitted after a crash fetches again
+// and rewrites the same file atomically; nothing is submitted, so nothing
+// is billed. The write runs within the poller's handler timeout; a body
+// that does not arrive in time is a failed write, handed to the writer
+// with its longer one. Jobs written this way are not observed by
+// oxy_poller_done_lag_seconds or oxy_writer_finish_to_written_seconds (their
+// updated_at is never read); oxy_writer_bytes_total and
+// oxy_writer_write_seconds count them. Kubernetes runs the stages apart,
+// with no sink: there the poller holds no destination credentials and the
+// writer scales on its own.
+//
 // # Metrics
 //
 // With Config.Stage.Registerer set, besides the runtime's oxy_stage_*
 // series:
 //
-//	oxy_poller_checks_total{result}   status checks by result: pending, done, faulted, not_found, error
+//	oxy_poller_checks_total{result}   checks by result: pending, done, faulted, not_found, error
+//	oxy_poller_direct_total{result}   done jobs on the direct path: written, handed_off, checked (left to the status check)
 //	oxy_poller_done_lag_seconds       from the job's finish (updated_at) to the poller publishing done
 package poller

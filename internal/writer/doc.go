@@ -39,6 +39,13 @@
 //   - Once the run has ended (or its stop's deadline passed), a failed
 //     attempt is not retried: the job is recorded unfetched at once.
 //
+//   - In one process the poller may write a done job itself through the
+//     writer (Writer implements poller.Sink: Writes, WriteResults), with
+//     this package's JSON check, atomic Put and byte and time metrics, for
+//     runs this writer already resolved. It never resolves, retries, or
+//     stops a run: a write that fails there comes here as a Done, and
+//     every rule below applies to it.
+//
 // # Outcomes
 //
 //	what happened                               what the writer does
