@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -94,20 +95,40 @@ func (f *fixture) submitted(run string, doc int, url string) string {
 	return job.ID
 }
 
-// settled waits until the doc's last event is a success at written or a
-// hard failure, and returns its events.
+// settled waits until the doc has a success at written or a hard failure,
+// and returns its events in the order of the pipeline (see rank).
 func (f *fixture) settled(run, doc string) []messages.StatusEvent {
 	f.t.Helper()
 	var evs []messages.StatusEvent
-	testutil.Eventuallyf(f.t, 15*time.Second, func() bool {
+	done := func() bool {
 		evs = f.events(run, doc)
+		// Stages store their events in batches of their own, so the
+		// writer's success may precede the poller's "done" in the stream.
+		sort.SliceStable(evs, func(i, j int) bool { return rank(evs[i]) < rank(evs[j]) })
 		if len(evs) == 0 {
 			return false
 		}
 		last := evs[len(evs)-1]
 		return last.Outcome == oxytype.HardFailure || (last.Outcome == oxytype.Success && last.DataType == oxytype.DataWritten)
-	}, "doc %s of run %s is written or fails", doc, run)
+	}
+	testutil.EventuallyExplain(f.t, testutil.Patient(15*time.Second), done, func() string {
+		return fmt.Sprintf("doc %s of run %s is written or fails; its events: %+v", doc, run, evs)
+	})
 	return evs
+}
+
+// rank orders a doc's events as the pipeline made them: a failure before
+// the successes after it, done before written.
+func rank(ev messages.StatusEvent) int {
+	switch {
+	case ev.Outcome == oxytype.SoftFailure:
+		return 0
+	case ev.Outcome == oxytype.Success && ev.DataType == oxytype.DataDone:
+		return 1
+	case ev.Outcome == oxytype.Success:
+		return 2
+	}
+	return 3
 }
 
 // statusChecks is how many status requests the emulator answered.
