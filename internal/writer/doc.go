@@ -12,18 +12,15 @@
 //     file of the same name; nothing is ever deleted. A redelivered Done
 //     therefore rewrites the same file and records the same success again,
 //     which the ledger applies once.
-//
 //   - The destination belongs to the run: the writer reads it from the
 //     run's record in the runs bucket (RunAnnounced.Destination), opens each
 //     location once and probes it once per run before that run's first
 //     write, so a run whose bucket is missing fails fast with a clear error
 //     and a healthy run costs one probe, not one per file.
-//
 //   - A failure is retried with the consumer's back-off (1 s, 5 s, 15 s,
 //     30 s, 60 s by default) and, on the consumer's last allowed delivery,
 //     recorded as a hard failure in state unfetched: the job is done at the
 //     API and its result can still be fetched by id at no cost.
-//
 //   - A failed write stops the run's submissions. When the destination
 //     cannot take a file — at once for a failure no quick retry cures
 //     (destination.IsPermanent: a full disk, a denied write, a missing
@@ -35,15 +32,12 @@
 //     back-off, so jobs already submitted are written if the destination
 //     recovers; at the stop's deadline the statusworker records the rest
 //     unfetched with their ids.
-//
 //   - The body is checked to be one JSON value as it streams
 //     (internal/jsonvalid); one that is not (an HTML page, a body cut
 //     short) fails the read that would end it, so the atomic Put aborts and
 //     no such file exists. It is a failed fetch: retried, then unfetched.
-//
 //   - Once the run has ended (or its stop's deadline passed), a failed
 //     attempt is not retried: the job is recorded unfetched at once.
-//
 //   - In one process the poller may write a done job itself through the
 //     writer (Writer implements poller.Sink: Writes, WriteResults), with
 //     this package's JSON check, atomic Put and byte and time metrics, for
