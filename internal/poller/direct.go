@@ -37,7 +37,7 @@ const (
 )
 
 // direct checks a job by asking for its results and, once it is done,
-// writes them through the sink. ok false: the answer is one the status
+// writes them through the sink. handled false: the answer is one the status
 // check owns (a 204 of a finished job, a missing or unknown job-status
 // header), and the caller checks the status instead, in the same delivery.
 func (p *Poller) direct(ctx context.Context, m *stage.Msg, s *messages.Submitted, elapsed time.Duration) (handled bool, err error) {
