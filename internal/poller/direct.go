@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/oxypipe/oxypipe/internal/redact"
 	"github.com/oxypipe/oxypipe/internal/stage"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
@@ -87,6 +88,6 @@ func (p *Poller) direct(ctx context.Context, m *stage.Msg, s *messages.Submitted
 	// was not read, so the hand-off is stamped now.
 	p.met.direct.WithLabelValues(directHandedOff).Inc()
 	p.log.Debug("writing directly failed; handing the job to the writer",
-		zap.String("api_job_id", s.APIJobID), zap.Error(werr))
+		zap.String("api_job_id", s.APIJobID), zap.String("error", redact.String(werr.Error())))
 	return true, p.done(m, s, wsa.Job{}, nil)
 }
