@@ -2,7 +2,6 @@ package pipelinetest
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -136,16 +135,11 @@ type runner interface {
 // the test when one returns an error.
 func runStages(t testing.TB, stages ...runner) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, s := range stages {
-		wg.Go(func() {
-			if err := s.Run(ctx); err != nil {
-				t.Errorf("stage stopped: %v", err)
-			}
-		})
+	runs := make([]func(context.Context) error, len(stages))
+	for i, s := range stages {
+		runs[i] = s.Run
 	}
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	testutil.RunUntilCleanup(t, "a stage", runs...)
 }
 
 // inProcess starts a broker, an emulator for cfg and the three stages in

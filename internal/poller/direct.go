@@ -84,8 +84,10 @@ func (p *Poller) direct(ctx context.Context, m *stage.Msg, s *messages.Submitted
 		return true, &stage.RetryError{Reason: "writing job " + s.APIJobID + " was cut short: " + werr.Error(), Cause: werr}
 	}
 	// The writer owns failed writes (its retries, stopping the run,
-	// unfetched): hand the job on as the status path does. Its updated_at
-	// was not read, so the hand-off is stamped now.
+	// unfetched), and writes that outlast this handler's deadline (a slow
+	// destination must not hold the poller's checks; the writer's calls may
+	// take minutes): hand the job on as the status path does. Its
+	// updated_at was not read, so the hand-off is stamped now.
 	p.met.direct.WithLabelValues(directHandedOff).Inc()
 	p.log.Debug("writing directly failed; handing the job to the writer",
 		zap.String("api_job_id", s.APIJobID), zap.String("error", redact.String(werr.Error())))

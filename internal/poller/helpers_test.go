@@ -1,10 +1,8 @@
 package poller_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -101,14 +99,7 @@ func (f *fixture) start() *poller.Poller {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := p.Run(ctx); err != nil {
-			f.t.Errorf("Run: %v", err)
-		}
-	})
-	f.t.Cleanup(func() { cancel(); wg.Wait() })
+	testutil.RunUntilCleanup(f.t, "the poller", p.Run)
 	return p
 }
 

@@ -4,7 +4,9 @@
 package testutil
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -51,4 +53,22 @@ func Patient(d time.Duration) time.Duration {
 		return 4 * d
 	}
 	return d
+}
+
+// RunUntilCleanup runs each of runs in a goroutine of its own until the
+// test ends: the test's cleanup cancels their context and waits for them,
+// and a run that returns an error fails the test, named by what. Tests
+// start stages and servers with it, so that none outlives its test.
+func RunUntilCleanup(t testing.TB, what string, runs ...func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Go(func() {
+			if err := run(ctx); err != nil {
+				t.Errorf("%s stopped: %v", what, err)
+			}
+		})
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
 }

@@ -1,6 +1,7 @@
 package testutil_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -135,5 +136,25 @@ func TestStreamMsgsSkipsWhatIsGone(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "s.a=a s.c=c" {
 		t.Fatalf("messages %v, want s.a=a s.c=c", got)
+	}
+}
+
+func TestRunUntilCleanupStopsTheRunsWhenTheTestEnds(t *testing.T) {
+	var started, stopped atomic.Int32
+	t.Run("inner", func(t *testing.T) {
+		run := func(ctx context.Context) error {
+			started.Add(1)
+			<-ctx.Done()
+			stopped.Add(1)
+			return nil
+		}
+		testutil.RunUntilCleanup(t, "the runs", run, run)
+		testutil.Eventually(t, 5*time.Second, "both runs start", func() bool { return started.Load() == 2 })
+		if got := stopped.Load(); got != 0 {
+			t.Fatalf("%d runs stopped before the test ended", got)
+		}
+	})
+	if got := stopped.Load(); got != 2 {
+		t.Fatalf("%d runs stopped by the time the test's cleanup returned, want 2", got)
 	}
 }

@@ -2,15 +2,12 @@ package writer_test
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +18,6 @@ import (
 	"github.com/oxypipe/oxypipe/pkg/emulator"
 	"github.com/oxypipe/oxypipe/pkg/messages"
 	"github.com/oxypipe/oxypipe/pkg/oxytype"
-	"github.com/oxypipe/oxypipe/pkg/payload"
 	"github.com/oxypipe/oxypipe/pkg/retry"
 	"github.com/oxypipe/oxypipe/pkg/wsa"
 )
@@ -29,8 +25,9 @@ import (
 var submitterActor = oxytype.Party{Type: "submitter", Name: "test"}
 
 // startDirect runs the writer of f.cfg and a poller that writes done jobs
-// through it, as oxy run wires them.
-func (f *fixture) startDirect() {
+// through it, as oxy run wires them; a handlerTimeout above 0 bounds the
+// poller's handler calls instead of its default.
+func (f *fixture) startDirect(handlerTimeout time.Duration) {
 	f.t.Helper()
 	w := f.start()
 	settings, err := topology.DefaultConsumer(topology.Poller)
@@ -38,6 +35,9 @@ func (f *fixture) startDirect() {
 		f.t.Fatal(err)
 	}
 	settings.AckWait = 5 * time.Second
+	if handlerTimeout > 0 {
+		settings.HandlerTimeout = handlerTimeout
+	}
 	p, err := poller.New(poller.Config{
 		Stage: stage.Config{
 			Conn: f.cfg.Stage.Conn, Consumer: settings, Instance: "poller-test",
@@ -54,14 +54,7 @@ func (f *fixture) startDirect() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := p.Run(ctx); err != nil {
-			f.t.Errorf("poller Run: %v", err)
-		}
-	})
-	f.t.Cleanup(func() { cancel(); wg.Wait() })
+	testutil.RunUntilCleanup(f.t, "the poller", p.Run)
 }
 
 // submitted creates a job for url, waits until it finished and publishes
@@ -69,30 +62,22 @@ func (f *fixture) startDirect() {
 // so that the emulator's count of status requests is the poller's alone.
 func (f *fixture) submitted(run string, doc int, url string) string {
 	f.t.Helper()
-	body := json.RawMessage(fmt.Sprintf(`{"source":"universal","url":%q}`, url))
-	p, err := payload.Parse(body, 1)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	job, _, err := f.client.Submit(f.t.Context(), p)
-	if err != nil {
-		f.t.Fatalf("Submit: %v", err)
-	}
+	id, body := f.submitJob(url)
 	testutil.Eventuallyf(f.t, 5*time.Second, func() bool {
-		res, err := f.client.Results(f.t.Context(), job.ID)
+		res, err := f.client.Results(f.t.Context(), id)
 		if err == nil {
 			_ = res.Body.Close()
 		}
 		return !errors.Is(err, wsa.ErrPending)
-	}, "job %s finishes", job.ID)
+	}, "job %s finishes", id)
 	m, err := messages.NewMsg(&messages.Submitted{
-		Run: run, Doc: messages.DocID(doc), APIJobID: job.ID, Payload: body, SubmittedAt: time.Now().UTC(),
+		Run: run, Doc: messages.DocID(doc), APIJobID: id, Payload: body, SubmittedAt: time.Now().UTC(),
 	}, submitterActor)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	f.publishMsg(m)
-	return job.ID
+	return id
 }
 
 // settled waits until the doc has a success at written or a hard failure,
@@ -152,7 +137,7 @@ func (f *fixture) firstDocGoesTheUsualWay(run string) {
 func TestThePollerWritesDoneJobsThroughTheWriter(t *testing.T) {
 	t.Parallel()
 	f := setup(t, emulator.Config{})
-	f.startDirect()
+	f.startDirect(0)
 	dir := t.TempDir()
 	run := f.announce(dir, oxytype.FinalDataType)
 	f.firstDocGoesTheUsualWay(run)
@@ -219,7 +204,7 @@ func TestAFailedDirectWriteIsHandedToTheWriter(t *testing.T) {
 	s3 := startFakeS3(t)
 	f := setup(t, emulator.Config{})
 	f.cfg.Destinations.S3 = s3.config()
-	f.startDirect()
+	f.startDirect(0)
 	run := f.announce("s3://"+bucket+"/handoff", oxytype.FinalDataType)
 	f.firstDocGoesTheUsualWay(run)
 
@@ -238,6 +223,35 @@ func TestAFailedDirectWriteIsHandedToTheWriter(t *testing.T) {
 	}
 	if got := f.counter("oxy_writer_run_stops_total", map[string]string{"result": "stopped"}); got != 0 {
 		t.Fatalf("run stops = %v, want 0: the writer's own write passed", got)
+	}
+}
+
+func TestADirectWriteThatOutlastsThePollersDeadlineIsHandedToTheWriter(t *testing.T) {
+	t.Parallel()
+	s3 := startFakeS3(t)
+	f := setup(t, emulator.Config{})
+	f.cfg.Destinations.S3 = s3.config()
+	// The writer's own calls may take minutes; the poller's are short, so
+	// that a slow destination holds none of its checks for long.
+	f.startDirect(time.Second)
+	run := f.announce("s3://"+bucket+"/slow", oxytype.FinalDataType)
+	f.firstDocGoesTheUsualWay(run)
+
+	s3.stallPuts.Store(1) // the poller's upload hangs until its deadline
+	id := f.submitted(run, 1, "https://sandbox.oxylabs.io/products/1")
+	evs := f.settled(run, "1")
+	if len(evs) != 2 || evs[0].DataType != oxytype.DataDone || evs[0].Origin.Type != "poller" ||
+		evs[1].DataType != oxytype.DataWritten || evs[1].Origin.Type != "writer" || evs[1].Outcome != oxytype.Success {
+		t.Fatalf("doc 1 events = %+v, want done by the poller (handed on at its deadline), then written by the writer", evs)
+	}
+	if got := s3.stallPuts.Load(); got != 0 {
+		t.Fatalf("stalled uploads left = %d, want 0: the poller's upload was the one held", got)
+	}
+	if got, want := s3.object(t, "slow/"+id+".json"), f.results(id); !bytes.Equal(got, want) {
+		t.Fatalf("the object differs from the API's body (%d vs %d bytes)", len(got), len(want))
+	}
+	if got := f.counter("oxy_poller_direct_total", map[string]string{"result": "handed_off"}); got != 1 {
+		t.Fatalf("hand-offs = %v, want 1", got)
 	}
 }
 
@@ -283,7 +297,7 @@ func TestDirectOutcomes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			f := setup(t, emulator.Config{Rules: []emulator.Rule{{Pattern: regexp.MustCompile(`/odd$`), Outcome: c.outcome}}})
-			f.startDirect()
+			f.startDirect(0)
 			dir := t.TempDir()
 			run := f.announce(dir, oxytype.FinalDataType)
 			f.firstDocGoesTheUsualWay(run)

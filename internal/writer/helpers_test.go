@@ -1,14 +1,12 @@
 package writer_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,14 +103,7 @@ func (f *fixture) start() *writer.Writer {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := w.Run(ctx); err != nil {
-			f.t.Errorf("Run: %v", err)
-		}
-	})
-	f.t.Cleanup(func() { cancel(); wg.Wait() })
+	testutil.RunUntilCleanup(f.t, "the writer", w.Run)
 	return w
 }
 
@@ -132,6 +123,17 @@ func (f *fixture) announce(dest string, final oxytype.DataType) string {
 // job creates a job at the emulator and waits until it is done.
 func (f *fixture) job(url string) (id string, body json.RawMessage) {
 	f.t.Helper()
+	id, body = f.submitJob(url)
+	testutil.Eventuallyf(f.t, 5*time.Second, func() bool {
+		j, err := f.client.Status(f.t.Context(), id)
+		return err == nil && j.Status.Final()
+	}, "job %s finishes", id)
+	return id, body
+}
+
+// submitJob creates a job at the emulator for a universal payload of url.
+func (f *fixture) submitJob(url string) (id string, body json.RawMessage) {
+	f.t.Helper()
 	body = json.RawMessage(fmt.Sprintf(`{"source":"universal","url":%q}`, url))
 	p, err := payload.Parse(body, 1)
 	if err != nil {
@@ -141,10 +143,6 @@ func (f *fixture) job(url string) (id string, body json.RawMessage) {
 	if err != nil {
 		f.t.Fatalf("Submit: %v", err)
 	}
-	testutil.Eventuallyf(f.t, 5*time.Second, func() bool {
-		j, err := f.client.Status(f.t.Context(), job.ID)
-		return err == nil && j.Status.Final()
-	}, "job %s finishes", job.ID)
 	return job.ID, body
 }
 
@@ -236,7 +234,10 @@ type fakeS3 struct {
 	// SDK does not retry and no rule calls permanent, and puts counts the
 	// uploads tried.
 	failPuts atomic.Int64
-	puts     atomic.Int64
+	// stallPuts holds that many uploads, after reading their bodies,
+	// until their clients give up on them.
+	stallPuts atomic.Int64
+	puts      atomic.Int64
 }
 
 const (
@@ -265,6 +266,16 @@ func startFakeS3(t testing.TB) *fakeS3 {
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusBadRequest)
 			_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidArgument</Code><Message>Injected failure</Message></Error>`)
+			return
+		}
+		if upload && f.stallPuts.Load() > 0 {
+			f.stallPuts.Add(-1)
+			// The server notices a closed connection only once the body is read.
+			_, _ = io.Copy(io.Discard, r.Body)
+			select {
+			case <-r.Context().Done():
+			case <-time.After(time.Minute): // the client never gave up; its test fails on its own
+			}
 			return
 		}
 		if upload && f.denyPuts.Load() {
