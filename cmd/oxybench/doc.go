@@ -48,10 +48,11 @@
 // once against a separate `oxy sandbox` (no rate limit, 50 ms jobs), once
 // with --sandbox (the emulator in-process, the same settings), results and
 // run log on disk. Wall time is from the child's start to its exit (the
-// payloads are read first, the run log is written last); CPU time and peak
-// RSS are the kernel's accounting of the child (rusage), and the run log is
-// read back: one line per payload, in input order. --json writes every
-// figure to a file.
+// payloads are read first, the run log is written last); CPU time is the
+// kernel's accounting of the child (rusage), peak RSS the child's VmHWM
+// sampled every 20 ms (the rusage figure would include this process's own
+// peak), and the run log is read back: one line per payload, in input
+// order. --json writes every figure to a file.
 //
 // Usage:
 //

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -136,4 +137,38 @@ func TestRunsInTheSameDirAreIndependent(t *testing.T) {
 	if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {
 		t.Errorf("the runs left %d entries in --dir (err %v), want none", len(left), err)
 	}
+}
+
+// TestTheChildsPeakRSSIsItsOwn checks what the CLI scenarios report as
+// `oxy run`'s peak RSS: the child's, not this process's, which the
+// kernel's accounting of a child started from Go includes.
+func TestTheChildsPeakRSSIsItsOwn(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skipf("SKIPPED: no /proc here (%v); the CLI scenarios report the child's rusage instead", err)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skipf("SKIPPED: no sleep command: %v", err)
+	}
+	held := make([]byte, 128<<20) // this process's peak: at least 128 MiB
+	for i := range held {
+		held[i] = 1
+	}
+	cmd := exec.Command(sleep, "0.3")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := watchPeakRSS(cmd.Process.Pid)
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	got := stop()
+	_, rusage := childUsage(cmd.ProcessState)
+	if got <= 0 || got >= 32<<20 {
+		t.Fatalf("sleep's peak RSS = %d bytes, want more than 0 and less than 32 MiB", got)
+	}
+	if rusage < int64(len(held)) {
+		t.Logf("the child's rusage says %d bytes: this kernel does not pass on the parent's peak", rusage)
+	}
+	runtime.KeepAlive(held)
 }

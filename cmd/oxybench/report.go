@@ -175,8 +175,11 @@ func (r *result) cpuText() string {
 
 // peakRSS reads the process's peak resident set size (VmHWM) in bytes, or
 // -1 where /proc is not available.
-func peakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
+func peakRSS() int64 { return readPeakRSS("/proc/self/status") }
+
+// readPeakRSS reads VmHWM from a /proc/PID/status file, or -1.
+func readPeakRSS(status string) int64 {
+	f, err := os.Open(status)
 	if err != nil {
 		return -1
 	}
