@@ -199,59 +199,52 @@ func TestThePollerWritesDoneJobsThroughTheWriter(t *testing.T) {
 	}
 }
 
+// TestAFailedDirectWriteIsHandedToTheWriter covers the poller's writes
+// that do not land: the writer owns them, with its own retries and its own
+// deadline (minutes, where the poller's is short, so that a slow
+// destination holds none of its checks for long).
 func TestAFailedDirectWriteIsHandedToTheWriter(t *testing.T) {
 	t.Parallel()
-	s3 := startFakeS3(t)
-	f := setup(t, emulator.Config{})
-	f.cfg.Destinations.S3 = s3.config()
-	f.startDirect(0)
-	run := f.announce("s3://"+bucket+"/handoff", oxytype.FinalDataType)
-	f.firstDocGoesTheUsualWay(run)
+	cases := []struct {
+		name           string
+		handlerTimeout time.Duration // the poller's; 0: its default
+		arm            func(s3 *fakeS3)
+	}{
+		// The poller's upload fails; the writer's passes.
+		{name: "refused", arm: func(s3 *fakeS3) { s3.failPuts.Store(1) }},
+		// The poller's upload hangs until its deadline.
+		{name: "too slow", handlerTimeout: time.Second, arm: func(s3 *fakeS3) { s3.stallPuts.Store(1) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s3 := startFakeS3(t)
+			f := setup(t, emulator.Config{})
+			f.cfg.Destinations.S3 = s3.config()
+			f.startDirect(c.handlerTimeout)
+			run := f.announce("s3://"+bucket+"/handoff", oxytype.FinalDataType)
+			f.firstDocGoesTheUsualWay(run)
 
-	s3.failPuts.Store(1) // the poller's upload fails; the writer's passes
-	id := f.submitted(run, 1, "https://sandbox.oxylabs.io/products/1")
-	evs := f.settled(run, "1")
-	if len(evs) != 2 || evs[0].DataType != oxytype.DataDone || evs[0].Origin.Type != "poller" ||
-		evs[1].DataType != oxytype.DataWritten || evs[1].Origin.Type != "writer" || evs[1].Outcome != oxytype.Success {
-		t.Fatalf("doc 1 events = %+v, want done by the poller (handed on), then written by the writer", evs)
-	}
-	if got, want := s3.object(t, "handoff/"+id+".json"), f.results(id); !bytes.Equal(got, want) {
-		t.Fatalf("the object differs from the API's body (%d vs %d bytes)", len(got), len(want))
-	}
-	if got := f.counter("oxy_poller_direct_total", map[string]string{"result": "handed_off"}); got != 1 {
-		t.Fatalf("hand-offs = %v, want 1", got)
-	}
-	if got := f.counter("oxy_writer_run_stops_total", map[string]string{"result": "stopped"}); got != 0 {
-		t.Fatalf("run stops = %v, want 0: the writer's own write passed", got)
-	}
-}
-
-func TestADirectWriteThatOutlastsThePollersDeadlineIsHandedToTheWriter(t *testing.T) {
-	t.Parallel()
-	s3 := startFakeS3(t)
-	f := setup(t, emulator.Config{})
-	f.cfg.Destinations.S3 = s3.config()
-	// The writer's own calls may take minutes; the poller's are short, so
-	// that a slow destination holds none of its checks for long.
-	f.startDirect(time.Second)
-	run := f.announce("s3://"+bucket+"/slow", oxytype.FinalDataType)
-	f.firstDocGoesTheUsualWay(run)
-
-	s3.stallPuts.Store(1) // the poller's upload hangs until its deadline
-	id := f.submitted(run, 1, "https://sandbox.oxylabs.io/products/1")
-	evs := f.settled(run, "1")
-	if len(evs) != 2 || evs[0].DataType != oxytype.DataDone || evs[0].Origin.Type != "poller" ||
-		evs[1].DataType != oxytype.DataWritten || evs[1].Origin.Type != "writer" || evs[1].Outcome != oxytype.Success {
-		t.Fatalf("doc 1 events = %+v, want done by the poller (handed on at its deadline), then written by the writer", evs)
-	}
-	if got := s3.stallPuts.Load(); got != 0 {
-		t.Fatalf("stalled uploads left = %d, want 0: the poller's upload was the one held", got)
-	}
-	if got, want := s3.object(t, "slow/"+id+".json"), f.results(id); !bytes.Equal(got, want) {
-		t.Fatalf("the object differs from the API's body (%d vs %d bytes)", len(got), len(want))
-	}
-	if got := f.counter("oxy_poller_direct_total", map[string]string{"result": "handed_off"}); got != 1 {
-		t.Fatalf("hand-offs = %v, want 1", got)
+			c.arm(s3)
+			id := f.submitted(run, 1, "https://sandbox.oxylabs.io/products/1")
+			evs := f.settled(run, "1")
+			if len(evs) != 2 || evs[0].DataType != oxytype.DataDone || evs[0].Origin.Type != "poller" ||
+				evs[1].DataType != oxytype.DataWritten || evs[1].Origin.Type != "writer" || evs[1].Outcome != oxytype.Success {
+				t.Fatalf("doc 1 events = %+v, want done by the poller (handed on), then written by the writer", evs)
+			}
+			if failed, stalled := s3.failPuts.Load(), s3.stallPuts.Load(); failed != 0 || stalled != 0 {
+				t.Fatalf("injected failures left: %d refusals, %d stalls; want the poller's upload to have taken it", failed, stalled)
+			}
+			if got, want := s3.object(t, "handoff/"+id+".json"), f.results(id); !bytes.Equal(got, want) {
+				t.Fatalf("the object differs from the API's body (%d vs %d bytes)", len(got), len(want))
+			}
+			if got := f.counter("oxy_poller_direct_total", map[string]string{"result": "handed_off"}); got != 1 {
+				t.Fatalf("hand-offs = %v, want 1", got)
+			}
+			if got := f.counter("oxy_writer_run_stops_total", map[string]string{"result": "stopped"}); got != 0 {
+				t.Fatalf("run stops = %v, want 0: the writer's own write passed", got)
+			}
+		})
 	}
 }
 
